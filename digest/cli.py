@@ -1,0 +1,183 @@
+"""``python -m digest``: the thin entry point, and the one place that sees every method.
+
+    python -m digest datasets
+    python -m digest partition --dataset synthetic --parts 4
+    python -m digest train --dataset Cora --method exact --workers 4
+    torchrun --nproc-per-node 2 -m digest train --dataset Cora     (same command, multi-node too)
+"""
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import os
+import sys
+import time
+from pathlib import Path
+
+from . import config as config_mod
+from .config import TrainConfig
+
+USAGE, FAILURE = 2, 1
+
+
+class UsageError(ValueError):
+    """A bad flag or value: exit status 2."""
+
+
+def _import_methods():
+    """Register every method: digest's own, then the baselines (the only import of baselines/)."""
+    from . import methods
+    import baselines  # noqa: F401  (registers partition, varco on import)
+    try:
+        from . import asynchronous  # noqa: F401  (DIGEST-A, rpc based)
+    except ImportError:
+        pass
+    return methods
+
+
+def _errors():
+    """Exception types that mean "the user's data or request is wrong", with their exit status."""
+    from .cache import CacheError
+    from .data import DatasetError
+    from .partition import PartitionError
+    return {UsageError: USAGE, PartitionError: USAGE, DatasetError: FAILURE, CacheError: FAILURE,
+            FileNotFoundError: FAILURE, ValueError: FAILURE, MemoryError: FAILURE}
+
+
+def cmd_datasets(args) -> int:
+    from .data import list_datasets
+    rows = list_datasets(args.data_root)
+    width = max(len(r["name"]) for r in rows)
+    for r in rows:
+        state = "available" if r["available"] else "missing  "
+        print(f"{r['name']:<{width}}  {state}  {r['where']}" + ("" if r["available"] else f"  <- {r['url']}"))
+    return 0
+
+
+def cmd_partition(args) -> int:
+    from .cache import load_manifest, prepare_partition
+    t0 = time.perf_counter()
+    directory = prepare_partition(args.dataset, args.parts, args.partitioner, args.seed,
+                                  args.data_root, args.sparse)
+    stats = load_manifest(directory)["stats"]
+    print(f"dataset {args.dataset}: {stats['nodes']:,} nodes, {stats['edges']:,} directed edges; "
+          f"{stats['parts']} parts by {stats['method']} ({time.perf_counter() - t0:.1f} s)")
+    print(f"edge cut: {stats['edge_cut']:,} undirected edges ({100 * stats['edge_cut_fraction']:.2f}% of edges)")
+    print(f"node balance {stats['node_balance']:.3f}, edge balance {stats['edge_balance']:.3f} (max / mean)")
+    print(f"{'part':>4} {'inner':>10} {'halo':>10} {'boundary':>10}")
+    for m in range(stats["parts"]):
+        print(f"{m:>4} {stats['inner_sizes'][m]:>10,} {stats['halo_sizes'][m]:>10,} {stats['boundary_sizes'][m]:>10,}")
+    print(f"cache: {directory}")
+    return 0
+
+
+def cmd_methods(args) -> int:
+    methods = _import_methods()
+    for name in sorted(methods.METHODS):
+        print(f"{name:<14} {methods.DESCRIPTIONS[name]}")
+    return 0
+
+
+def worker(cfg_dict: dict, part_dir: str | None, out_dir: str) -> dict | None:
+    """Body of every worker process (spawned by the launcher or started by torchrun)."""
+    import torch
+
+    from . import cache, comm, metrics
+    from .trainer import Trainer
+
+    _import_methods()
+    cfg = TrainConfig(**cfg_dict)
+    rt = comm.setup(cfg.timeout, cfg.device)
+    threads = max(1, metrics.available_cores() // rt.local_world_size)
+    torch.set_num_threads(threads)  # workers share the node's cores instead of oversubscribing
+    try:
+        if part_dir is None:  # torchrun: every rank asks; the cache lock lets one build it
+            part_dir = str(cache.prepare_partition(cfg.dataset, rt.world_size, cfg.partitioner,
+                                                   cfg.seed, cfg.data_root, cfg.sparse))
+        part = cache.load_part(Path(part_dir), rt.rank)
+        manifest = cache.load_manifest(Path(part_dir))
+        trainer = Trainer(cfg, rt, part)
+        extra = {"config": dataclasses.asdict(cfg), "dataset": manifest.get("graph", {}),
+                 "partition": manifest.get("stats", {}), "partition_cache": part_dir,
+                 "machine": metrics.machine(rt.world_size, rt.local_world_size, threads),
+                 "versions": metrics.versions(), "git_commit": metrics.git_commit(),
+                 "backend": rt.backend, "world_size": rt.world_size,
+                 "command": " ".join(["python -m digest"] + sys.argv[1:])}
+        return trainer.fit(Path(out_dir), extra)
+    finally:
+        comm.teardown()
+
+
+def cmd_train(args) -> int:
+    from .launch import launch, under_torchrun
+
+    cfg = config_mod.from_namespace(args)
+    try:
+        config_mod.validate(cfg)
+    except ValueError as e:
+        raise UsageError(str(e)) from None
+    methods = _import_methods()
+    if cfg.method not in methods.METHODS:
+        raise UsageError(f"unknown method {cfg.method!r}; choose from {', '.join(sorted(methods.METHODS))}")
+    if under_torchrun():
+        world = int(os.environ["WORLD_SIZE"])
+        out_dir = cfg.resume or cfg.run_dir(world)
+        summary = worker(dataclasses.asdict(cfg), None, out_dir)
+    else:
+        from .cache import prepare_partition
+        world = cfg.workers
+        out_dir = cfg.resume or cfg.run_dir(world)
+        part_dir = str(prepare_partition(cfg.dataset, world, cfg.partitioner, cfg.seed,
+                                         cfg.data_root, cfg.sparse))
+        args_ = (dataclasses.asdict(cfg), part_dir, out_dir)
+        summary = worker(*args_) if world == 1 else launch(worker, args_, world)
+    if summary:
+        mb = summary["mean_bytes_per_epoch"] / 2**20
+        print(f"{cfg.method} on {cfg.dataset} with {world} worker(s): best val "
+              f"{summary['best_val']:.4f}, test at best val {summary['test_at_best_val']:.4f}, "
+              f"{summary['mean_epoch_time'] * 1e3:.1f} ms/epoch, {mb:.2f} MiB/epoch -> {out_dir}")
+    return 0
+
+
+def parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="python -m digest", description=__doc__,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = p.add_subparsers(dest="command", required=True)
+    d = sub.add_parser("datasets", help="list datasets, whether they are available, where files go")
+    d.add_argument("--data-root", default=None)
+    d.set_defaults(func=cmd_datasets)
+    q = sub.add_parser("partition", help="partition a dataset and print its statistics")
+    q.add_argument("--dataset", default="synthetic")
+    q.add_argument("--parts", type=int, required=True)
+    q.add_argument("--partitioner", default="metis", choices=("metis", "random"))
+    q.add_argument("--seed", type=int, default=0)
+    q.add_argument("--data-root", default=None)
+    q.add_argument("--sparse", default="auto", choices=("auto", "always", "never"))
+    q.set_defaults(func=cmd_partition)
+    sub.add_parser("methods", help="list training methods").set_defaults(func=cmd_methods)
+    t = sub.add_parser("train", help="train with one method on M workers")
+    config_mod.add_arguments(t, TrainConfig)
+    t.set_defaults(func=cmd_train)
+    return p
+
+
+def main(argv=None) -> int:
+    args = parser().parse_args(argv)  # argparse itself exits 2 with one usage line on bad flags
+    try:
+        return args.func(args)
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return 130
+    except Exception as e:  # one line for the user, never a raw traceback
+        from .launch import WorkerFailed
+        if isinstance(e, WorkerFailed):
+            print(f"error: {e}", file=sys.stderr)
+            return FAILURE
+        for kind, status in _errors().items():
+            if isinstance(e, kind):
+                print(f"error: {e}", file=sys.stderr)
+                return status
+        if os.environ.get("DIGEST_DEBUG"):
+            raise
+        print(f"error: {type(e).__name__}: {e} (set DIGEST_DEBUG=1 for the traceback)", file=sys.stderr)
+        return FAILURE

@@ -1,0 +1,155 @@
+"""The one training loop, shared by every method (METHODS.md sections 1 and 6).
+
+A method only supplies a halo policy (where each layer's halo rows come from) and a parameter-sync
+policy; everything else (loss weighting, exact evaluation, metrics, checkpoints) is here.
+"""
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import torch
+import torch.nn.functional as F
+from tqdm import tqdm
+
+from . import checkpoint, comm, methods
+from .config import TrainConfig
+from .halo import ExactHalo, HaloPlan
+from .metrics import best_validation, csv_text, atomic_write, peak_memory_mb, write_json
+from .models import MODELS
+from .part import LocalPart
+
+
+class Trainer:
+    def __init__(self, cfg: TrainConfig, rt: comm.Runtime, part: LocalPart):
+        self.cfg, self.rt, self.part, dev = cfg, rt, part, rt.device
+        torch.manual_seed(cfg.seed)  # identical initial parameters on every worker
+        model_cls = MODELS[cfg.model]
+        self.model = model_cls(part.x.size(1), cfg.hidden, part.num_classes, cfg.layers,
+                               cfg.dropout, cfg.batch_norm).to(dev)
+        for p in self.model.parameters():
+            comm.broadcast_(p.data)
+        x = part.x if (model_cls.sparse_input or not part.x.is_sparse) else part.x.to_dense()
+        self.x, self.y = x.to(dev), part.y.to(dev)
+        self.masks = [m.to(dev) for m in (part.train_mask, part.val_mask, part.test_mask)]
+        self.plan = HaloPlan.of(part, dev)
+        self.policy, self.sync = methods.build(cfg, part, self.plan, self.model)
+        self.view = model_cls.view(part, induced=self.policy.induced)
+        self.eval_view = model_cls.view(part) if self.policy.induced else self.view
+        # the induced graph reads inner rows only; evaluation always reads inner + halo rows
+        self.x_train = _first_rows(self.x, part.n_inner) if self.policy.induced else self.x
+        self.view, self.eval_view = _to(self.view, dev), _to(self.eval_view, dev)
+        self.eval_halo = ExactHalo(part, self.plan, fwd="eval")  # not counted as training bytes
+        self.opt = torch.optim.Adam(self.model.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay)
+        torch.manual_seed(cfg.seed * 1000 + rt.rank + 1)  # worker-local dropout masks
+        self.rows: list[dict] = []
+        self.start_epoch = 0
+
+    def step(self, epoch: int) -> float:
+        """One full-graph step on this worker's partition; returns its loss contribution."""
+        self.model.train()
+        self.policy.before_step(epoch, lambda halo: self.model(self.x_train, self.view, halo))
+        self.opt.zero_grad(set_to_none=True)
+        out = self.model(self.x_train, self.view, self.policy.halo)
+        train = self.masks[0]
+        # sum over workers of these losses == the full-graph mean loss (global training count)
+        loss = F.cross_entropy(out[train], self.y[train], reduction="sum") / self.part.num_train_global
+        (loss * self.sync.loss_scale).backward()
+        self.sync.after_backward(self.model)
+        self.opt.step()
+        self.sync.after_step(epoch, self.model)
+        self.policy.after_step(epoch)
+        return float(loss.detach())
+
+    @torch.no_grad()
+    def evaluate(self) -> dict:
+        """Exact full-graph inference: fresh halos, no dropout; accuracies over all workers."""
+        self.model.eval()
+        pred = self.model(self.x, self.eval_view, self.eval_halo.halo).argmax(-1)
+        hits = [float((pred[m] == self.y[m]).sum()) for m in self.masks]
+        totals = [self.part.num_train_global, self.part.num_val_global, self.part.num_test_global]
+        hits = comm.all_reduce_(torch.tensor(hits, dtype=torch.float64), category=None)
+        return {f"{s}_acc": float(h) / max(1, t) for s, h, t in zip(("train", "val", "test"), hits, totals)}
+
+    def fit(self, out_dir: Path, summary_extra: dict) -> dict | None:
+        cfg, rank = self.cfg, self.rt.rank
+        if cfg.resume:
+            self.start_epoch, self.rows = checkpoint.load(Path(cfg.resume), self)
+        bar = tqdm(range(self.start_epoch, cfg.epochs), desc=f"{cfg.method} x{self.rt.world_size}",
+                   disable=rank != 0 or not cfg.progress, leave=False, dynamic_ncols=True)
+        for epoch in bar:
+            comm.traffic.reset()
+            t0 = time.perf_counter()
+            loss = self.step(epoch)
+            mine = {"time": time.perf_counter() - t0, "loss": loss, **comm.traffic.snapshot(),
+                    "peak_mem_mb": peak_memory_mb(), **self.policy.state()}
+            row = {"epoch": epoch, **_aggregate(comm.all_gather_object(mine))}
+            if (epoch + 1) % cfg.eval_every == 0 or epoch == cfg.epochs - 1:
+                t1 = time.perf_counter()
+                row.update(self.evaluate(), eval_time=time.perf_counter() - t1)
+            row["wall_time"] = row["epoch_time"] + (self.rows[-1]["wall_time"] if self.rows else 0.0)
+            row["cum_bytes"] = row["bytes_total"] + (self.rows[-1]["cum_bytes"] if self.rows else 0)
+            self.rows.append(row)
+            bar.set_postfix(loss=f"{row['train_loss']:.4f}", val=f"{row.get('val_acc', float('nan')):.3f}")
+            if cfg.checkpoint_every and (epoch + 1) % cfg.checkpoint_every == 0:
+                checkpoint.save(out_dir, self, epoch + 1)
+        bar.close()
+        if rank != 0:
+            return None
+        summary = {**summary_extra, **self.summary()}
+        atomic_write(out_dir / "metrics.csv", csv_text(self.rows))
+        write_json(out_dir / "summary.json", summary)  # written last: its presence = complete
+        return summary
+
+    def summary(self) -> dict:
+        rows = self.rows
+        times = [r["epoch_time"] for r in rows]
+        cats = [k for k in rows[0] if k.startswith("bytes_") and "_w" not in k]
+        return {
+            "status": "complete",
+            **best_validation(rows),
+            "final": {k: rows[-1].get(k) for k in ("train_acc", "val_acc", "test_acc", "train_loss")},
+            "epochs": len(rows),
+            "mean_epoch_time": sum(times) / len(times),
+            "median_epoch_time": sorted(times)[len(times) // 2],
+            "total_train_time": sum(times),
+            "bytes_by_category": {k: sum(r[k] for r in rows) for k in cats},
+            "total_bytes": sum(r["bytes_total"] for r in rows),
+            "mean_bytes_per_epoch": sum(r["bytes_total"] for r in rows) / len(rows),
+            "peak_mem_mb_max": max(r["peak_mem_mb"] for r in rows),
+        }
+
+
+def _aggregate(per_worker: list[dict]) -> dict:
+    """One CSV row from every worker's record: times are the max (the slowest worker sets the
+    pace), bytes and messages the sum, memory the max; plus per-worker columns for the cost model."""
+    row = {"train_loss": sum(w["loss"] for w in per_worker),
+           "epoch_time": max(w["time"] for w in per_worker),
+           "comm_time": max(w["comm_time"] for w in per_worker),
+           "compute_time": max(w["time"] - w["comm_time"] for w in per_worker),
+           "peak_mem_mb": max(w["peak_mem_mb"] for w in per_worker)}
+    for k in per_worker[0]:
+        if k.startswith("bytes_") or k == "messages":
+            row[k] = sum(w[k] for w in per_worker)
+    extra = [k for k in per_worker[0] if k not in row and k not in ("time", "loss")]
+    for k in extra:  # method state: mean over workers
+        vals = [w[k] for w in per_worker if w.get(k) is not None]
+        row[k] = sum(vals) / len(vals) if vals else None
+    for r, w in enumerate(per_worker):
+        row[f"compute_time_w{r}"] = w["time"] - w["comm_time"]
+        row[f"bytes_w{r}"] = w["bytes_total"]
+        row[f"messages_w{r}"] = w["messages"]
+        row[f"peak_mem_mb_w{r}"] = w["peak_mem_mb"]
+    return row
+
+
+def _first_rows(x, n: int):
+    return x.index_select(0, torch.arange(n, device=x.device)) if x.is_sparse else x[:n]
+
+
+def _to(view, device):
+    for name in ("adj", "edge_index"):
+        t = getattr(view, name)
+        if t is not None:
+            setattr(view, name, t.to(device))
+    return view
