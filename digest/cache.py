@@ -226,13 +226,29 @@ def _split_spec(spec: str) -> tuple[str, dict]:
     return name, dict(sorted(opts.items()))
 
 
+def _canonical_spec(spec: str, hand_made: bool) -> tuple[str, dict]:
+    """Canonical dataset name and typed options (``'cora'`` and ``'Cora'`` share a cache entry).
+    A name the registry does not know is accepted only with a hand-made ``graph``."""
+    try:
+        from .data import DatasetError, parse_spec
+    except ImportError:  # pragma: no cover - data.py is part of the package
+        return _split_spec(spec)
+    try:
+        info, opts = parse_spec(spec)
+    except DatasetError:
+        if not hand_made:
+            raise
+        return _split_spec(spec)
+    return info.name, dict(sorted(opts.items()))
+
+
 def prepare_partition(spec: str, parts: int, method: str = "metis", seed: int = 0,
                       root: str | os.PathLike | None = None, sparse="auto",
                       graph: Graph | None = None) -> Path:
     """Return the cache folder of (spec, parts, method, seed, sparse), building it if it is
     missing, stale or corrupted. The graph is loaded with ``digest.data.load_dataset`` unless
     ``graph`` is passed (then it must be the graph ``spec`` names)."""
-    name, opts = _split_spec(spec)
+    name, opts = _canonical_spec(spec, hand_made=graph is not None)
     key = cache_key(name, opts, parts, method, seed, sparse)
     safe = re.sub(r"[^A-Za-z0-9_.-]+", "_", name) or "graph"
     directory = cache_root(root) / f"{safe}-{method}{parts}-{key}"

@@ -85,7 +85,7 @@ def worker(cfg_dict: dict, part_dir: str | None, out_dir: str) -> dict | None:
     from . import cache, comm, metrics
     from .trainer import Trainer
 
-    _import_methods()
+    methods = _import_methods()
     cfg = TrainConfig(**cfg_dict)
     rt = comm.setup(cfg.timeout, cfg.device)
     threads = max(1, metrics.available_cores() // rt.local_world_size)
@@ -96,7 +96,7 @@ def worker(cfg_dict: dict, part_dir: str | None, out_dir: str) -> dict | None:
                                                    cfg.seed, cfg.data_root, cfg.sparse))
         part = cache.load_part(Path(part_dir), rt.rank)
         manifest = cache.load_manifest(Path(part_dir))
-        trainer = Trainer(cfg, rt, part)
+        trainer = methods.TRAINERS.get(cfg.method, Trainer)(cfg, rt, part)
         extra = {"config": dataclasses.asdict(cfg), "dataset": manifest.get("graph", {}),
                  "partition": manifest.get("stats", {}), "partition_cache": part_dir,
                  "machine": metrics.machine(rt.world_size, rt.local_world_size, threads),

@@ -144,3 +144,85 @@ def broadcast_(t: Tensor, src: int = 0) -> Tensor:
 def barrier():
     if world_size() > 1:
         dist.barrier()
+
+
+# -- torch.distributed.rpc (DIGEST-A's parameter server and representation store) ---------------
+# RPC gets its own TCPStore: rank 0 opens it on a port the OS picks (port 0, so no race and no
+# hard-coded port) and tells the others through the process group. Bytes of an rpc call are
+# counted by the CALLER, both directions (its request and the reply it asked for), under the
+# category it names, so a worker's traffic is what its own pulls and pushes cost; a call a process
+# makes to itself (rank 0 is also a worker) crosses no process boundary and is not counted.
+
+_RPC_SCHEME = "digest-rpc"
+_rpc_store = None
+
+
+def _rpc_rendezvous(url, **kwargs):
+    yield _rpc_store, rank(), world_size()
+
+
+def rpc_name(r: int) -> str:
+    return f"worker{r}"
+
+
+def rpc_init(timeout_s: float = 300.0, threads: int | None = None) -> None:
+    """Start this process's rpc agent (TensorPipe) as ``worker<rank>``. Collective: every rank."""
+    from torch.distributed import rpc
+    from torch.distributed.rendezvous import _rendezvous_handlers, register_rendezvous_handler
+
+    global _rpc_store
+    me, M = rank(), world_size()
+    host = os.environ.get("MASTER_ADDR", "127.0.0.1")
+    timeout = datetime.timedelta(seconds=timeout_s)
+    port = torch.zeros(1, dtype=torch.long)
+    if me == 0:
+        _rpc_store = dist.TCPStore(host, 0, M, is_master=True, timeout=timeout,
+                                   wait_for_workers=False)
+        port[0] = _rpc_store.port
+    broadcast_(port)  # over the process group, which already exists
+    if me != 0:
+        _rpc_store = dist.TCPStore(host, int(port), M, is_master=False, timeout=timeout)
+    if _RPC_SCHEME not in _rendezvous_handlers:
+        register_rendezvous_handler(_RPC_SCHEME, _rpc_rendezvous)
+    options = rpc.TensorPipeRpcBackendOptions(
+        init_method=f"{_RPC_SCHEME}://", rpc_timeout=timeout_s,
+        num_worker_threads=threads or max(4, 2 * M))
+    rpc.init_rpc(rpc_name(me), rank=me, world_size=M, rpc_backend_options=options)
+
+
+def rpc_shutdown(graceful: bool = True, timeout_s: float = 300.0) -> None:
+    """Graceful: wait (at most ``timeout_s``) until every rank got here and all outstanding calls
+    are answered, then stop. Not graceful (after an error): stop this agent now, wait for nobody."""
+    global _rpc_store
+    from torch.distributed import rpc
+    try:
+        rpc.shutdown(graceful=graceful, timeout=timeout_s) if graceful else rpc.shutdown(graceful=False)
+    finally:
+        _rpc_store = None
+
+
+def _tensor_bytes(obj) -> int:
+    if isinstance(obj, Tensor):
+        return obj.numel() * obj.element_size()
+    if isinstance(obj, (list, tuple)):
+        return sum(_tensor_bytes(o) for o in obj)
+    if isinstance(obj, dict):
+        return sum(_tensor_bytes(o) for o in obj.values())
+    return 0
+
+
+def rpc_sync(dst: int, fn, args: tuple = (), category: str | None = None,
+             timeout_s: float | None = None):
+    """``fn(*args)`` run by rank ``dst`` (in its rpc thread pool); returns its result. Tensors
+    travel both ways and are counted under ``category`` (None: control, not counted)."""
+    if dst == rank():
+        return fn(*args)
+    from torch.distributed import rpc
+    t0 = time.perf_counter()
+    out = rpc.rpc_sync(rpc_name(dst), fn, args=args,
+                       timeout=-1.0 if timeout_s is None else timeout_s)
+    if category is not None:
+        traffic.seconds += time.perf_counter() - t0
+        traffic.bytes[category] += _tensor_bytes(args) + _tensor_bytes(out)
+        traffic.messages += 2  # request and reply
+    return out

@@ -37,7 +37,9 @@ class TrainConfig:
     local_steps: int = _f(1, "parameter averaging every K local steps (1 = gradient all-reduce)")
     sync_interval: int = _f(10, "DIGEST: stale-representation sync interval I")
     slow_workers: str = _f("", "DIGEST-A: RANK:FACTOR[,RANK:FACTOR] stragglers")
-    compressor: str = _f("slice", "halo compressor", choices=("slice", "random", "learned", "none"))
+    compressor: str = _f("auto", "compressor of exchanged rows (auto: slice for varco, none = "
+                         "exact store sync for digest)",
+                         choices=("auto", "slice", "random", "learned", "none"))
     comp_schedule: str = _f("variable", "VARCO compression schedule",
                             choices=("variable", "fixed", "none"))
     comp_max: float = _f(32.0, "VARCO: initial compression ratio r_max")

@@ -19,7 +19,7 @@ from .synthetic import make_synthetic, random_split
 
 # Read-only mirror of raw files (PyG folder layout), next to the repository: <repo>/../shared.
 SHARED_DATASETS = Path(__file__).resolve().parents[2] / 'shared' / 'datasets'
-SPARSE_BELOW = 0.05  # 'auto' stores features as sparse COO below this density
+SPARSE_BELOW = 0.05  # 'auto' keeps features as sparse COO below this density
 
 
 class DatasetError(ValueError):
@@ -31,18 +31,18 @@ class DatasetInfo:
     name: str      # canonical spelling
     kind: str      # synthetic | planetoid | amazon | coauthor | pyg | ogb
     folder: str    # folder under the data root that holds the files ('' for synthetic)
-    files: tuple   # files the loader needs, relative to folder
-    classes: int   # number of classes (0: from the options)
-    url: str       # where to fetch them (from the PyG / ogb sources)
+    files: tuple   # files the PyG / ogb class needs, relative to folder
+    classes: int   # number of classes (0: from the generator options)
+    url: str       # where to fetch them (taken from the PyG / ogb sources)
     how: str = 'download {url} into {where}/raw'
 
 
 def _planetoid(name, classes):
-    return DatasetInfo(name, 'planetoid', name, tuple(
-        f'raw/ind.{name.lower()}.{s}' for s in
-        ('x', 'tx', 'allx', 'y', 'ty', 'ally', 'graph', 'test.index')), classes,
-        'https://github.com/kimiyoung/planetoid/raw/master/data',
-        'download each file as {url}/<name> into {where}/raw')
+    files = tuple(f'raw/ind.{name.lower()}.{s}'
+                  for s in ('x', 'tx', 'allx', 'y', 'ty', 'ally', 'graph', 'test.index'))
+    return DatasetInfo(name, 'planetoid', name, files, classes,
+                       'https://github.com/kimiyoung/planetoid/raw/master/data',
+                       'download each file as {url}/<name> into {where}/raw')
 
 
 def _npz(name, kind, file, classes):
@@ -51,17 +51,18 @@ def _npz(name, kind, file, classes):
 
 
 def _ogb(name, short, split, classes, extra=(), binary=False):
-    raw = ('data.npz', 'node-label.npz') if binary else tuple(
-        f'{f}.csv.gz' for f in ('edge', 'num-node-list', 'num-edge-list', 'node-feat',
-                                'node-label') + extra)
-    files = ('RELEASE_v1.txt',) + tuple(f'raw/{f}' for f in raw) + tuple(
-        f'split/{split}/{s}.csv.gz' for s in ('train', 'valid', 'test'))
+    raw = ('data.npz', 'node-label.npz') if binary else tuple(f'{f}.csv.gz' for f in (
+        'edge', 'num-node-list', 'num-edge-list', 'node-feat', 'node-label') + extra)
+    files = ('RELEASE_v1.txt', *(f'raw/{f}' for f in raw),
+             *(f'split/{split}/{s}.csv.gz' for s in ('train', 'valid', 'test')))
     return DatasetInfo(name, 'ogb', name.replace('-', '_'), files, classes,
                        f'http://snap.stanford.edu/ogb/data/nodeproppred/{short}.zip',
                        f"download {{url}}, unzip it and rename the folder '{short}' to {{where}}")
 
 
-_GDRIVE = 'https://drive.usercontent.google.com/download?confirm=t&id='
+_FLICKR = {'adj_full.npz': '1crmsTbd1-2sEXsGwa2IKnIB7Zd3TmUsy', 'feats.npy':
+           '1join-XdvX3anJU_MLVtick7MgeAQiWIZ', 'class_map.json':
+           '1uxIkbtg5drHTsKt-PAsZZ4_yJmgFmle9', 'role.json': '1htXCtuktuCW8TR8KiKfrFDAxUgekQoV7'}
 REGISTRY = {i.name.lower(): i for i in [
     DatasetInfo('synthetic', 'synthetic', '', (), 0, '', ''),
     _planetoid('Cora', 7), _planetoid('CiteSeer', 6),
@@ -69,27 +70,26 @@ REGISTRY = {i.name.lower(): i for i in [
     _npz('Computers', 'amazon', 'amazon_electronics_computers.npz', 10),
     _npz('CS', 'coauthor', 'ms_academic_cs.npz', 15),
     _npz('Physics', 'coauthor', 'ms_academic_phy.npz', 5),
-    DatasetInfo('Flickr', 'pyg', 'Flickr', ('raw/adj_full.npz', 'raw/feats.npy',
-                'raw/class_map.json', 'raw/role.json'), 7,
-                ' '.join(f'{_GDRIVE}{i} ({f})' for i, f in [
-                    ('1crmsTbd1-2sEXsGwa2IKnIB7Zd3TmUsy', 'adj_full.npz'),
-                    ('1join-XdvX3anJU_MLVtick7MgeAQiWIZ', 'feats.npy'),
-                    ('1uxIkbtg5drHTsKt-PAsZZ4_yJmgFmle9', 'class_map.json'),
-                    ('1htXCtuktuCW8TR8KiKfrFDAxUgekQoV7', 'role.json')]),
-                'download the 4 files {url} into {where}/raw'),
+    DatasetInfo('Flickr', 'pyg', 'Flickr', tuple(f'raw/{f}' for f in _FLICKR), 7, ' '.join(
+        f'https://drive.usercontent.google.com/download?confirm=t&id={i} ({f})'
+        for f, i in _FLICKR.items()), 'download the 4 files {url} into {where}/raw'),
     DatasetInfo('Reddit', 'pyg', 'Reddit', ('raw/reddit_data.npz', 'raw/reddit_graph.npz'), 41,
-                'https://data.dgl.ai/dataset/reddit.zip', 'download {url} and unzip it into {where}/raw'),
+                'https://data.dgl.ai/dataset/reddit.zip',
+                'download {url}, unzip it into {where}/raw'),
     _ogb('ogbn-arxiv', 'arxiv', 'time', 40, extra=('node_year',)),
     _ogb('ogbn-products', 'products', 'sales_ranking', 47),
-    _ogb('ogbn-papers100M', 'papers100M-bin', 'time', 172, binary=True),
-]}
+    _ogb('ogbn-papers100M', 'papers100M-bin', 'time', 172, binary=True)]}
 
-# Generator options accepted in 'synthetic:key=value,...': type and validity check.
+# Options of 'synthetic:key=value,...': type, validity check, what the check means.
 SYNTHETIC_KEYS = {
-    'nodes': (int, lambda v: v >= 2), 'classes': (int, lambda v: v >= 1),
-    'avg_degree': (float, lambda v: v > 0), 'features': (int, lambda v: v >= 1),
-    'homophily': (float, lambda v: 0 <= v <= 1), 'seed': (int, lambda v: v >= 0),
-    'signal': (float, lambda v: v >= 0), 'degree_exp': (float, lambda v: v > 1)}
+    'nodes': (int, lambda v: v >= 2, 'an int >= 2'),
+    'classes': (int, lambda v: v >= 1, 'an int >= 1'),
+    'features': (int, lambda v: v >= 1, 'an int >= 1'),
+    'seed': (int, lambda v: v >= 0, 'an int >= 0'),
+    'avg_degree': (float, lambda v: v > 0, 'a number > 0'),
+    'homophily': (float, lambda v: 0 <= v <= 1, 'a number in [0, 1]'),
+    'signal': (float, lambda v: v >= 0, 'a number >= 0'),
+    'degree_exp': (float, lambda v: v > 1, 'a number > 1')}
 
 
 def data_root(root: str | os.PathLike | None = None) -> Path:
@@ -102,29 +102,28 @@ def parse_spec(spec: str) -> tuple[DatasetInfo, dict]:
     name, _, opts = str(spec).strip().partition(':')
     info = REGISTRY.get(name.strip().lower().replace('_', '-'))
     if info is None:
-        raise DatasetError(f"unknown dataset {name.strip()!r}; known: "
+        raise DatasetError(f'unknown dataset {name.strip()!r}; known: '
                            + ', '.join(i.name for i in REGISTRY.values()))
     keys = SYNTHETIC_KEYS if info.kind == 'synthetic' else {}
-    valid = ', '.join(keys) or 'none (this dataset takes no options)'
+    valid = 'valid keys: ' + (', '.join(keys) or f'none ({info.name} takes no options)')
     out = {}
     for item in filter(None, (s.strip() for s in opts.split(','))):
         key, eq, text = (s.strip() for s in item.partition('='))
         if key not in keys or not eq or key in out:
-            raise DatasetError(f'bad option {item!r} in {spec!r}; valid keys: {valid}')
-        kind, ok = keys[key]
+            raise DatasetError(f'bad option {item!r} in {spec!r}; {valid}')
+        kind, ok, want = keys[key]
         try:
             num = float(text)
             value = kind(num) if np.isfinite(num) and (kind is float or num.is_integer()) else None
         except ValueError:
             value = None
         if value is None or not ok(value):
-            raise DatasetError(f'bad value {item!r} in {spec!r} (want a valid {kind.__name__}); '
-                               f'valid keys: {valid}')
+            raise DatasetError(f'bad value {item!r} in {spec!r}: {key} must be {want}; {valid}')
         out[key] = value
     n = out.get('nodes', 3000)
     if out.get('classes', 1) > n or out.get('avg_degree', 0) > n - 1:
         raise DatasetError(f'bad options in {spec!r}: need classes <= nodes and '
-                           f'avg_degree <= nodes - 1; valid keys: {valid}')
+                           f'avg_degree <= nodes - 1; {valid}')
     return info, out
 
 
@@ -142,30 +141,29 @@ def list_datasets(root: str | os.PathLike | None = None) -> list[dict]:
 
 
 def _ensure_files(info: DatasetInfo, root: Path) -> Path:
-    """Make the raw files present under ``root/info.folder`` (copying the shared mirror)."""
-    where = root / info.folder
-    missing = _missing(info, root)
+    """Make the raw files present under ``root/folder`` (copying the shared mirror if needed)."""
+    where, missing = root / info.folder, _missing(info, root)
     if missing and not _missing(info, SHARED_DATASETS):
         try:
             shutil.copytree(SHARED_DATASETS / info.folder, where, dirs_exist_ok=True,
                             copy_function=shutil.copyfile)
-            for d in [where, *where.rglob('*')]:  # copytree copied the read-only dir modes
+            for d in [where, *where.rglob('*')]:  # copytree copies the read-only dir modes
                 if d.is_dir():
                     d.chmod(d.stat().st_mode | 0o700)
         except OSError as e:
-            raise DatasetError(f'{info.name}: cannot copy {SHARED_DATASETS / info.folder} to '
-                               f'{where}: {e}') from None
+            raise DatasetError(f'{info.name}: cannot copy {SHARED_DATASETS / info.folder} '
+                               f'to {where}: {e}') from None
         missing = _missing(info, root)
     if missing:
         raise DatasetError(f'{info.name}: missing {", ".join(missing)} in {where} (no network '
-                           f'here); on a connected machine ' + info.how.format(url=info.url,
-                                                                               where=where))
+                           'here); on a connected machine '
+                           + info.how.format(url=info.url, where=where))
     return where
 
 
 def _compact(data):
-    """PyG pre_transform: store low-density features as sparse COO in processed/ (CS / Physics
-    would otherwise be saved dense: 0.5 GB / 1.2 GB of mostly zeros)."""
+    """PyG pre_transform: save low-density features as sparse COO in processed/ (CS / Physics
+    would otherwise be written dense: 0.5 GB / 1.2 GB of mostly zeros)."""
     x = data.x
     if x is not None and not x.is_sparse and x.numel() and (
             torch.count_nonzero(x).item() / x.numel() < SPARSE_BELOW):
@@ -174,13 +172,13 @@ def _compact(data):
 
 
 def _build(info: DatasetInfo, root: Path):
-    """Construct the PyG / OGB dataset; returns (data, split masks or None, split protocol)."""
+    """Construct the PyG / OGB dataset: (data, [train, val, test] masks or None, split)."""
     import torch_geometric.datasets as D
     if info.kind == 'ogb':
         from ogb.nodeproppred import PygNodePropPredDataset
         from torch_geometric.data.data import DataEdgeAttr, DataTensorAttr
         from torch_geometric.data.storage import GlobalStorage
-        # ogb calls torch.load without weights_only: since torch 2.6 that means weights_only=True,
+        # ogb calls torch.load without weights_only, i.e. weights_only=True since torch 2.6,
         # which refuses PyG's own storage classes unless they are allow-listed.
         with torch.serialization.safe_globals([DataEdgeAttr, DataTensorAttr, GlobalStorage]):
             ds = PygNodePropPredDataset(name=info.name, root=str(root))
@@ -188,21 +186,20 @@ def _build(info: DatasetInfo, root: Path):
         masks = [torch.zeros(data.num_nodes, dtype=torch.bool).index_fill_(0, idx[k], True)
                  for k in ('train', 'valid', 'test')]
         return data, masks, f"ogb official ({ds.meta_info['split']})"
+    if info.kind in ('amazon', 'coauthor'):  # no official split: the caller draws one
+        return getattr(D, info.kind.capitalize())(str(root), info.name,
+                                                  pre_transform=_compact)[0], None, None
     if info.kind == 'planetoid':
-        ds = D.Planetoid(str(root), info.name, split='public', pre_transform=_compact)
+        data = D.Planetoid(str(root), info.name, split='public', pre_transform=_compact)[0]
         split = 'planetoid public (20 per class / 500 val / 1000 test)'
-    elif info.kind in ('amazon', 'coauthor'):
-        ds = getattr(D, info.kind.capitalize())(str(root), info.name, pre_transform=_compact)
-        return ds[0], None, None
-    else:  # Flickr, Reddit: root is the dataset folder itself
-        ds = getattr(D, info.name)(str(root / info.folder), pre_transform=_compact)
+    else:  # Flickr, Reddit: their root is the dataset folder itself
+        data = getattr(D, info.name)(str(root / info.folder), pre_transform=_compact)[0]
         split = f'official ({info.name} train/val/test masks)'
-    data = ds[0]
     return data, [data.train_mask, data.val_mask, data.test_mask], split
 
 
 def _suspect(where: Path, info: DatasetInfo) -> str:
-    """Name the first raw file that fails an integrity read (zip CRC, gzip stream, npy size)."""
+    """Name the first raw file that fails an integrity read (zip CRC, gzip stream, npy, ...)."""
     for f in info.files:
         p = where / f
         try:
@@ -224,7 +221,7 @@ def _suspect(where: Path, info: DatasetInfo) -> str:
                 pickle.loads(p.read_bytes(), encoding='latin1')
         except Exception:  # noqa: BLE001 - any failure to read means this file is bad
             return f
-    return f'one of {", ".join(info.files)} (or processed/)'
+    return f'one of {", ".join(info.files)}'
 
 
 def _load_real(info: DatasetInfo, root: Path):
@@ -241,7 +238,7 @@ def _load_real(info: DatasetInfo, root: Path):
         except Exception as e:  # noqa: BLE001 - any processing failure = unreadable files
             shutil.rmtree(where / 'processed', ignore_errors=True)  # never keep a half-written one
             if had_processed and attempt == 0:
-                continue  # a stale or corrupt cache: rebuild once from the raw files
+                continue  # a stale or corrupt processed/ cache: rebuild once from the raw files
             msg = (str(e).splitlines() or [''])[0][:160]
             raise DatasetError(f'{info.name}: {_suspect(where, info)} in {where} looks corrupt or '
                                f'truncated ({type(e).__name__}: {msg}); fetch it again from '
@@ -249,25 +246,22 @@ def _load_real(info: DatasetInfo, root: Path):
 
 
 def validate(graph: Graph) -> Graph:
-    """Reject NaN/inf features, out-of-range labels or edges and malformed masks."""
-    n, x = graph.num_nodes, graph.x
-    vals = x.coalesce().values() if x.is_sparse else x
+    """Reject non-float32 / NaN / inf features, out-of-range labels or edges, bad masks."""
+    n, x, y, ei, name = graph.num_nodes, graph.x, graph.y, graph.edge_index, graph.name
     if x.dim() != 2 or x.size(0) != n or x.dtype != torch.float32:
-        raise DatasetError(f'{graph.name}: features must be float32 [N={n}, F], got '
-                           f'{x.dtype} {list(x.shape)}')
-    if not torch.isfinite(vals).all():
-        raise DatasetError(f'{graph.name}: features contain NaN or inf')
-    y = graph.y
-    if y.dim() != 1 or y.dtype != torch.int64 or (n and (int(y.min()) < 0
-                                                          or int(y.max()) >= graph.num_classes)):
-        raise DatasetError(f'{graph.name}: labels must be int64 [N] in [0, {graph.num_classes})')
-    ei = graph.edge_index
-    if ei.dim() != 2 or ei.size(0) != 2 or (ei.numel() and (int(ei.min()) < 0
-                                                             or int(ei.max()) >= n)):
-        raise DatasetError(f'{graph.name}: edge_index must be int64 [2, E] with ids in [0, {n})')
-    for m in (graph.train_mask, graph.val_mask, graph.test_mask):
-        if m.dtype != torch.bool or m.shape != (n,):
-            raise DatasetError(f'{graph.name}: masks must be bool [N={n}]')
+        raise DatasetError(f'{name}: features must be float32 [N={n}, F], got {x.dtype} '
+                           f'{list(x.shape)}')
+    if not torch.isfinite(x.coalesce().values() if x.is_sparse else x).all():
+        raise DatasetError(f'{name}: features contain NaN or inf')
+    if y.dim() != 1 or y.dtype != torch.int64 or (
+            n and (int(y.min()) < 0 or int(y.max()) >= graph.num_classes)):
+        raise DatasetError(f'{name}: labels must be int64 [N] in [0, {graph.num_classes})')
+    if ei.dim() != 2 or ei.size(0) != 2 or ei.dtype != torch.int64 or (
+            ei.numel() and (int(ei.min()) < 0 or int(ei.max()) >= n)):
+        raise DatasetError(f'{name}: edge_index must be int64 [2, E] with ids in [0, {n})')
+    if any(m.dtype != torch.bool or m.shape != (n,)
+           for m in (graph.train_mask, graph.val_mask, graph.test_mask)):
+        raise DatasetError(f'{name}: masks must be bool [N={n}]')
     return graph
 
 
@@ -288,8 +282,7 @@ def load_dataset(spec: str, root: str | os.PathLike | None = None, seed: int = 0
         raise DatasetError(f"sparse must be 'auto', 'always' or 'never', got {sparse!r}")
     info, opts = parse_spec(spec)
     if info.kind == 'synthetic':
-        opts = {'seed': int(seed), **opts}
-        g = make_synthetic(**opts, name=str(spec).strip())
+        g = make_synthetic(**{'seed': int(seed), **opts}, name=str(spec).strip())
         x, meta = g.x, g.meta
     else:
         r = data_root(root)
@@ -298,8 +291,7 @@ def load_dataset(spec: str, root: str | os.PathLike | None = None, seed: int = 0
         except OSError as e:
             raise DatasetError(f'data root {r} is not writable: {e}') from None
         data, masks, split = _load_real(info, r)
-        n = int(data.num_nodes)
-        y = data.y.view(-1)
+        n, y = int(data.num_nodes), data.y.view(-1)
         unlabeled = torch.isnan(y) if y.is_floating_point() else torch.zeros(n, dtype=torch.bool)
         y = torch.where(unlabeled, 0, y).long()  # papers100M: unlabeled nodes are in no split
         if masks is None:
@@ -312,11 +304,9 @@ def load_dataset(spec: str, root: str | os.PathLike | None = None, seed: int = 0
     x = x.coalesce() if x.is_sparse else x
     nnz = x._nnz() if x.is_sparse else int(torch.count_nonzero(x))
     density = nnz / max(1, x.size(0) * x.size(1))
-    want_sparse = sparse == 'always' or (sparse == 'auto' and density < SPARSE_BELOW)
-    if want_sparse and not x.is_sparse:
-        x = x.to_sparse_coo()
-    elif not want_sparse and x.is_sparse:
+    if sparse == 'always' or (sparse == 'auto' and density < SPARSE_BELOW):
+        x = x if x.is_sparse else x.to_sparse_coo().coalesce()
+    elif x.is_sparse:
         x = x.to_dense()
-    g.x = x.coalesce() if x.is_sparse else x
-    g.meta = {**meta, 'density': density, 'sparse': sparse, 'seed': seed}
+    g.x, g.meta = x, {**meta, 'density': density, 'sparse': sparse, 'seed': seed}
     return validate(g)

@@ -15,12 +15,15 @@ from .sync import ParamSync, make_param_sync
 Builder = Callable[[TrainConfig, LocalPart, HaloPlan, object], tuple[HaloPolicy, ParamSync]]
 METHODS: dict[str, Builder] = {}
 DESCRIPTIONS: dict[str, str] = {}
+TRAINERS: dict[str, type] = {}  # the few methods whose outer loop is not Trainer.fit (DIGEST-A)
 
 
-def register(name: str, description: str):
+def register(name: str, description: str, trainer: type | None = None):
     def wrap(builder: Builder) -> Builder:
         METHODS[name] = builder
         DESCRIPTIONS[name] = description
+        if trainer is not None:
+            TRAINERS[name] = trainer
         return builder
     return wrap
 

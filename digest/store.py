@@ -3,8 +3,9 @@
 Logically the store is a key-value map (layer, global node id) -> h^l. Synchronously it is
 realised without a server: at a sync step every worker pushes the boundary rows it computed in
 that step's forward pass and pulls its halo rows, both in ONE all-to-all between the workers that
-share cut edges (all hidden layers packed side by side). Between syncs the pulled rows are reused
-as constants: no gradient flows into them and nothing is sent back.
+share cut edges (all hidden layers packed side by side; with an explicit ``--compressor slice`` or
+``random`` each layer's block is first cut to ceil(F / r(t)) columns, see compress.py). Between
+syncs the pulled rows are reused as constants: no gradient flows into them and nothing is sent back.
 """
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ import torch
 from torch import Tensor
 
 from . import comm
+from .compress import compressor_factory, parse_layers, ratio_schedule, width
 from .halo import HaloPlan, HaloPolicy, exchange
 from .part import LocalPart
 
@@ -27,9 +29,21 @@ class StaleHalo(HaloPolicy):
         self.widths = model.widths  # widths[l] = columns of h^l
         self.store: dict[int, Tensor] = {}  # layer -> stale halo rows [n_halo, F_l]
         self.latest: dict[int, Tensor] = {}  # layer -> this step's inner rows (to push)
+        self.used: dict[int, Tensor] = {}  # layer -> the stale halo rows this step read
         self.synced_at = None  # the step whose forward computed the rows in the store
         self.age = None  # steps between that step and the one now using them
         self.syncs = 0
+        # Store compression only when asked for: --compressor auto/none keeps the exact sync.
+        # Layers: --comp-layers, default every stored layer 1..L-1.
+        name = "none" if cfg.compressor == "auto" else cfg.compressor
+        if name == "learned":
+            raise ValueError("--compressor learned cannot be trained under DIGEST: store rows are "
+                             "constants, so no gradient reaches the codec; use slice or random")
+        L = len(self.widths) - 1
+        layers = [] if name == "none" else parse_layers(cfg.comp_layers, L, list(range(1, L)))
+        make = compressor_factory(name, cfg.seed)
+        self.codecs = {l: make(l, self.widths[l]) for l in layers}
+        self.cfg, self.ratio = cfg, 1.0
 
     # -- the policy -------------------------------------------------------------------------
     def before_step(self, step, forward):
@@ -40,26 +54,45 @@ class StaleHalo(HaloPolicy):
 
     def halo(self, layer, h_inner):
         self.latest[layer] = h_inner.detach()
+        self.used[layer] = self.store[layer]
         return torch.cat([h_inner, self.store[layer]])
 
     def after_step(self, step):
         if (step + 1) % self.interval == 0:
-            self.sync()
+            self.sync(step)
             self.synced_at = step
 
     def state(self):
-        return {"staleness_repr": self.age, "store_syncs": self.syncs}
+        out = {"staleness_repr": self.age, "store_syncs": self.syncs}
+        if self.codecs:  # the ratio of the last sync (1 before the first)
+            out["comp_ratio"] = self.ratio
+        return out
 
     # -- the store ----------------------------------------------------------------------------
-    def sync(self) -> None:
-        """Push boundary rows of every hidden layer, pull halo rows: one all-to-all."""
+    @torch.no_grad()
+    def sync(self, step: int = 0) -> None:
+        """Push boundary rows of every hidden layer, pull halo rows: one all-to-all. Layers with a
+        codec are encoded to k = ceil(F / r(step)) columns first and decoded on arrival; all
+        blocks, k-wide or F-wide, still travel side by side in the one all-to-all."""
         layers = sorted(self.latest)
         if not layers:
             return
-        send = torch.cat([self.latest[l].index_select(0, self.plan.send_flat) for l in layers], 1)
-        recv = comm.all_to_all_rows(send, self.plan.send_counts, self.plan.recv_counts, "store")
-        for l, rows in zip(layers, recv.split([self.widths[l] for l in layers], 1)):
-            self.store[l] = rows
+        c = self.cfg
+        if self.codecs:
+            self.ratio = ratio_schedule(c.comp_schedule, step, c.epochs, c.comp_max, c.comp_min,
+                                        c.comp_slope, c.comp_ratio)
+        blocks = []
+        for l in layers:
+            rows = self.latest[l].index_select(0, self.plan.send_flat)
+            k = width(rows.size(1), self.ratio)
+            if l in self.codecs and k < rows.size(1):
+                rows = self.codecs[l].encode(rows, k, step)
+            blocks.append(rows)
+        recv = comm.all_to_all_rows(torch.cat(blocks, 1), self.plan.send_counts,
+                                    self.plan.recv_counts, "store")
+        for l, rows in zip(layers, recv.split([b.size(1) for b in blocks], 1)):
+            F = self.widths[l]
+            self.store[l] = self.codecs[l].decode(rows, F, step) if rows.size(1) < F else rows
         self.syncs += 1
 
     @torch.no_grad()

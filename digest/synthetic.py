@@ -116,7 +116,7 @@ def make_synthetic(nodes: int = 3000, classes: int = 8, avg_degree: float = 10.0
         if missing <= 0 or gained <= 0:
             break
         # Scale by this round's yield, plus 5% so the last round lands just above the target.
-        want = int(1.05 * missing / 2 * (2 * want / gained)) + 16
+        want = min(int(1.05 * missing / 2 * (2 * want / gained)) + 16, 2 * target)
 
     # Class means ~ N(0, signal^2 I), unit Gaussian noise; float32 throughout (2.4M x 100 = 1 GB).
     means = (rng.standard_normal((C, features)) * signal).astype(np.float32)

@@ -204,3 +204,21 @@ def test_concurrent_prepare_builds_once(tmp_path, monkeypatch):
         t.join()
     assert len(calls) == 1 and len(set(out)) == 1 and len(out) == 4
     assert validate(out[0]) is None
+
+
+def test_prepare_with_load_dataset(tmp_path, capsys):
+    data = pytest.importorskip("digest.data")
+    spec = "synthetic:nodes=300,avg_degree=4,features=8"
+    d = prepare_partition(spec, 2, "metis", seed=1, root=tmp_path)
+    assert d.name.startswith("synthetic-metis2-")
+    # spelling and option order do not matter; the partition seed does
+    assert prepare_partition("Synthetic:features=8, avg_degree=4,nodes=300", 2, "metis", seed=1,
+                             root=tmp_path) == d
+    assert capsys.readouterr().err.count("building partition cache") == 1
+    g = data.load_dataset(spec, tmp_path, seed=1)
+    book = partition(g, 2, "metis", 1)
+    assert torch.equal(load_book(d).part_of, book.part_of)
+    assert_part_equal(load_part(d, 1), extract_part(g, book, 1))
+    assert load_manifest(d)["graph"]["nodes"] == 300
+    with pytest.raises(data.DatasetError):
+        prepare_partition("nosuchdataset", 2, root=tmp_path)

@@ -1,0 +1,440 @@
+"""DIGEST-A: asynchronous DIGEST for heterogeneous workers (METHODS.md section 4, last bullets).
+
+No barrier between workers while they train. Rank 0's process hosts, beside its own worker, a
+parameter server and the representation store, both reached through torch.distributed.rpc (their
+handlers run in rank 0's rpc thread pool, under one lock):
+
+- every step, each worker runs forward/backward on its partition with a stale halo (layer 0: the
+  exact input features as always; hidden layers: rows from the store), sends its gradient to the
+  server, which applies it at once (Adam) and answers with the latest parameters, the new version
+  number and every worker's step count;
+- every I of its OWN steps a worker pushes the hidden rows of its boundary nodes (one block per
+  destination worker, all hidden layers side by side, tagged with the owner's step count) and
+  pulls, for its halo, whatever blocks the store holds that are newer than the ones it has.
+
+Start-up (one exact forward that fills the store, as in synchronous DIGEST) and the end (final
+barrier, evaluation) are collective; the training steps in between are not. Evaluation never
+interrupts training: the server snapshots its parameters at chosen versions (with their wall
+time), and after training every snapshot is evaluated with exact collective inference, which
+gives the accuracy-versus-time curve without a barrier during training.
+
+Staleness actually seen, per worker and step (metric columns):
+- ``staleness_param``: server version when this worker's gradient arrived minus the version of the
+  parameters it was computed with (0 = nobody else updated in between).
+- ``staleness_repr`` / ``staleness_repr_max``: age of the halo rows used in this step, in their
+  OWNERS' steps (owner's completed steps when this step's gradient arrived minus the owner's step
+  count when it computed the rows), mean / max over the owners this worker has halo rows from.
+  Same definition as synchronous DIGEST's ``staleness_repr`` when everyone runs in lockstep.
+
+A straggler (``--slow-workers RANK:FACTOR``) sleeps (FACTOR - 1) x its measured compute time
+after every step, so it is FACTOR times slower.
+
+Gradient scaling: each worker's loss is its share of the full-graph mean loss times M (as in model
+averaging), so every gradient the server applies estimates the full-graph gradient; the server
+takes one Adam step per arriving gradient (M x epochs steps in all) with learning rate lr / M, so
+that M arrivals (one "server epoch") move the parameters about as far as one synchronous step
+(Adam's step size does not shrink with the gradient, so the full lr per arrival would take M
+times larger strides per epoch than the synchronous methods and, in our runs, oscillate).
+"""
+from __future__ import annotations
+
+import threading
+import time
+from pathlib import Path
+
+import torch
+from torch import Tensor
+from torch._utils import _flatten_dense_tensors, _unflatten_dense_tensors
+from tqdm import tqdm
+
+from . import comm
+from .halo import exchange
+from .methods import register
+from .metrics import atomic_write, csv_text, peak_memory_mb, write_json
+from .store import StaleHalo
+from .sync import ParamSync
+from .trainer import Trainer, _aggregate
+
+MAX_SNAPSHOTS = 50  # parameter snapshots the server keeps for the post-hoc evaluation curve
+
+
+def parse_slow_workers(spec: str, world: int) -> dict[int, float]:
+    """``'1:3,2:1.5'`` -> {1: 3.0, 2: 1.5}. Raises ValueError on a malformed entry, a rank outside
+    the world or a factor below 1."""
+    out: dict[int, float] = {}
+    for item in filter(None, (s.strip() for s in (spec or "").split(","))):
+        try:
+            r, f = item.split(":")
+            rank, factor = int(r), float(f)
+        except ValueError:
+            raise ValueError(f"--slow-workers: {item!r} is not RANK:FACTOR") from None
+        if not 0 <= rank < world:
+            raise ValueError(f"--slow-workers: rank {rank} is outside 0..{world - 1}")
+        if factor < 1:
+            raise ValueError(f"--slow-workers: factor {factor} of rank {rank} must be >= 1")
+        out[rank] = factor
+    return out
+
+
+def snapshot_epochs(epochs: int, eval_every: int, cap: int = MAX_SNAPSHOTS) -> list[int]:
+    """Server epochs (1-based; epoch e = version M x e) whose parameters are kept for evaluation:
+    every ``eval_every``-th and the last, thinned evenly to at most ``cap``."""
+    eps = list(range(eval_every, epochs + 1, eval_every))
+    if not eps or eps[-1] != epochs:
+        eps.append(epochs)
+    if len(eps) > cap:
+        picks = sorted({round(i * (len(eps) - 1) / (cap - 1)) for i in range(cap)})
+        eps = [eps[i] for i in picks]
+    return eps
+
+
+# -- the server (lives in rank 0's process) -------------------------------------------------------
+class ParameterServer:
+    """Parameters + Adam + the representation store, behind one lock (rpc handlers are threads).
+
+    Store: ``(owner, dest) -> (rows [n, sum of hidden widths], tag)``; ``tag`` = the owner's
+    completed steps when its forward computed the rows."""
+
+    def __init__(self, params, cfg, world: int, snapshot_versions=()):
+        self.params = [p.detach().clone().cpu().requires_grad_(True) for p in params]
+        # one server epoch = M arrivals, each an estimate of the full gradient: lr / M per arrival
+        self.opt = torch.optim.Adam(self.params, lr=cfg.lr / world, weight_decay=cfg.weight_decay)
+        self.world = world
+        self.version = 0
+        self.steps = [0] * world  # gradients applied, per worker (= its completed steps)
+        self.lock = threading.Lock()
+        self.blocks: dict[tuple[int, int], tuple[Tensor, int]] = {}
+        self.snapshot_versions = set(snapshot_versions)
+        self.snapshots: dict[int, tuple[float, Tensor]] = {}  # version -> (wall s, flat params)
+        self.t0 = time.perf_counter()
+
+    def start_clock(self) -> None:
+        self.t0 = time.perf_counter()
+
+    def push_grads(self, rank: int, version: int, flat_grad: Tensor):
+        """Apply one worker's gradient now. Returns (latest flat parameters, new version, every
+        worker's step count, this gradient's version lag)."""
+        with self.lock:
+            lag = self.version - version
+            for p, g in zip(self.params, _unflatten_dense_tensors(flat_grad, self.params)):
+                p.grad = g
+            self.opt.step()
+            self.version += 1
+            self.steps[rank] += 1
+            flat = _flatten_dense_tensors([p.detach() for p in self.params])  # a fresh copy
+            if self.version in self.snapshot_versions:
+                self.snapshots[self.version] = (time.perf_counter() - self.t0, flat.clone())
+            return flat, self.version, list(self.steps), lag
+
+    def push_rows(self, owner: int, tag: int, rows: Tensor, counts: list[int]) -> None:
+        """Owner's boundary rows, in its send order (peer 0's block, peer 1's, ...)."""
+        with self.lock:
+            for dest, block in enumerate(rows.split(counts)):
+                if counts[dest] and dest != owner:
+                    self.blocks[(owner, dest)] = (block.clone(), tag)  # compact, owned here
+
+    def pull_rows(self, dest: int, known: list[int]) -> list:
+        """Blocks for ``dest``'s halo, per owner: (rows, tag) if newer than ``known[owner]``, else
+        None (nothing new to send)."""
+        with self.lock:
+            out = []
+            for owner in range(self.world):
+                b = self.blocks.get((owner, dest))
+                out.append(b if b is not None and b[1] > known[owner] else None)
+            return out
+
+    def snapshot(self, version: int) -> tuple[float, Tensor]:
+        with self.lock:
+            return self.snapshots[version]
+
+
+_SERVER: ParameterServer | None = None  # set in rank 0's process only
+
+
+# rpc entry points: module-level so that rpc can name them; they run in rank 0's process.
+def _push_grads(rank, version, flat_grad):
+    return _SERVER.push_grads(rank, version, flat_grad)
+
+
+def _push_rows(owner, tag, rows, counts):
+    return _SERVER.push_rows(owner, tag, rows, counts)
+
+
+def _pull_rows(dest, known):
+    return _SERVER.pull_rows(dest, known)
+
+
+# -- the worker side -------------------------------------------------------------------------------
+class AsyncClient:
+    """What one worker knows of the server: the version of its parameters, every worker's step
+    count as of its last gradient push, and the lags it has seen."""
+
+    SERVER = 0
+
+    def __init__(self, rank: int, world: int, timeout_s: float):
+        self.rank, self.world, self.timeout = rank, world, timeout_s
+        self.version = 0
+        self.steps = [0] * world
+
+    def push_grads(self, flat_grad: Tensor) -> tuple[Tensor, int]:
+        flat, version, steps, lag = comm.rpc_sync(
+            self.SERVER, _push_grads, (self.rank, self.version, flat_grad), "params", self.timeout)
+        self.version, self.steps = version, steps
+        return flat, lag
+
+    def push_rows(self, tag: int, rows: Tensor, counts: list[int]) -> None:
+        comm.rpc_sync(self.SERVER, _push_rows, (self.rank, tag, rows, list(counts)), "store",
+                      self.timeout)
+
+    def pull_rows(self, known: list[int]) -> list:
+        return comm.rpc_sync(self.SERVER, _pull_rows, (self.rank, list(known)), "store",
+                             self.timeout)
+
+
+class AsyncParamSync(ParamSync):
+    """after_backward: the gradient goes to the server, the latest parameters come back (the local
+    optimiser then has no gradient to apply); after_step: those parameters replace the local ones."""
+
+    def __init__(self, client: AsyncClient):
+        self.client = client
+        self.loss_scale = float(client.world)
+        self.lag = None
+        self._latest = None
+
+    def after_backward(self, model):
+        params = list(model.parameters())
+        grads = [p.grad if p.grad is not None else torch.zeros_like(p) for p in params]
+        self._latest, self.lag = self.client.push_grads(_flatten_dense_tensors(grads).cpu())
+        for p in params:
+            p.grad = None
+
+    @torch.no_grad()
+    def after_step(self, step, model):
+        params = [p.data for p in model.parameters()]
+        flat = self._latest.to(params[0].device)
+        for p, v in zip(params, _unflatten_dense_tensors(flat, params)):
+            p.copy_(v)
+
+    def state(self) -> dict:
+        return {"staleness_param": self.lag, "param_version": self.client.version}
+
+
+class AsyncStaleHalo(StaleHalo):
+    """StaleHalo whose store is the server's: push and pull every I of this worker's own steps."""
+
+    def __init__(self, part, plan, model, cfg, client: AsyncClient):
+        super().__init__(part, plan, model, cfg)
+        self.client = client
+        self.owners = [p for p, c in enumerate(plan.recv_counts) if c and p != part.rank]
+        self.tags = [0] * client.world  # owner's step count when it computed the rows held
+        self.pieces: list[Tensor] = []  # per owner: its rows of the halo, hidden layers side by side
+        self.age_max = None
+        self.started = False
+
+    def before_step(self, step, forward):
+        if not self.started:  # start-up: one exact forward (collective), then seed the server
+            self.started = True
+            self._fill(forward)
+            self.synced_at = step
+            if self.store:
+                full = torch.cat([self.store[l] for l in self._layers()], 1)
+                self.pieces = list(full.split(self.plan.recv_counts))
+                self.push(tag=0)
+
+    def after_step(self, step):
+        # age of the rows this step used, in their owners' steps, as of this step's gradient push
+        ages = [self.client.steps[p] - self.tags[p] for p in self.owners]
+        self.age = sum(ages) / len(ages) if ages else 0.0
+        self.age_max = max(ages) if ages else 0
+        if (step + 1) % self.interval == 0 and self.latest:
+            self.push(tag=step)
+            self.pull()
+            self.syncs += 1
+            self.synced_at = step
+
+    def state(self):
+        return {"staleness_repr": self.age, "staleness_repr_max": self.age_max,
+                "store_syncs": self.syncs}
+
+    # -- the store, through the server ---------------------------------------------------------
+    def _layers(self) -> list[int]:
+        return sorted(self.store)
+
+    def push(self, tag: int) -> None:
+        send = torch.cat([self.latest[l].index_select(0, self.plan.send_flat)
+                          for l in self._layers()], 1)
+        self.client.push_rows(tag, send.cpu(), self.plan.send_counts)
+
+    def pull(self) -> None:
+        got = self.client.pull_rows(self.tags)
+        dev = self.pieces[0].device if self.pieces else None
+        changed = False
+        for owner, item in enumerate(got):
+            if item is not None and self.plan.recv_counts[owner]:
+                rows, tag = item
+                self.pieces[owner], self.tags[owner] = rows.to(dev), int(tag)
+                changed = True
+        if changed:
+            layers = self._layers()
+            full = torch.cat(self.pieces)
+            for l, rows in zip(layers, full.split([self.widths[l] for l in layers], 1)):
+                self.store[l] = rows
+
+    @torch.no_grad()
+    def _fill(self, forward) -> None:
+        """As StaleHalo._fill, also keeping this worker's inner rows to seed the server's store."""
+        def exact(layer, h_inner):
+            self.latest[layer] = h_inner.detach()
+            self.store[layer] = exchange(h_inner, self.plan, "store")
+            return torch.cat([h_inner, self.store[layer]])
+        training = self.model.training
+        self.model.eval()
+        forward(exact)
+        self.model.train(training)
+
+
+class Straggler:
+    """After each step sleep (factor - 1) x the step's compute time (the step without its
+    communication), so this worker runs ``factor`` times slower."""
+
+    def __init__(self, factor: float = 1.0):
+        self.factor = factor
+
+    def __call__(self, compute_s: float) -> float:
+        pause = max(0.0, (self.factor - 1.0) * compute_s)
+        if pause:
+            time.sleep(pause)
+        return pause
+
+
+class AsyncTrainer(Trainer):
+    """Trainer whose outer loop has no collective between the start-up fill and the end: each
+    worker runs its ``epochs`` steps at its own pace and keeps its own rows; then one barrier,
+    exact collective evaluation of the server's parameter snapshots, and rank 0 merges the rows."""
+
+    def fit(self, out_dir: Path, summary_extra: dict) -> dict | None:
+        global _SERVER
+        cfg, rank, M = self.cfg, self.rt.rank, self.rt.world_size
+        if cfg.resume or cfg.checkpoint_every:
+            raise ValueError("digest-async cannot checkpoint or resume (the server's state is "
+                             "not saved); drop --resume / --checkpoint-every")
+        straggle = Straggler(parse_slow_workers(cfg.slow_workers, M).get(rank, 1.0))
+        snap_epochs = snapshot_epochs(cfg.epochs, cfg.eval_every)
+        if rank == 0:
+            _SERVER = ParameterServer(self.model.parameters(), cfg, M, [M * e for e in snap_epochs])
+        comm.rpc_init(cfg.timeout)
+        mine, ok = [], False
+        try:
+            self.policy.before_step(0, lambda halo: self.model(self.x_train, self.view, halo))
+            comm.barrier()  # the store is seeded by everyone: from here on, nobody waits
+            if rank == 0:
+                _SERVER.start_clock()
+            t_start = time.perf_counter()
+            bar = tqdm(range(cfg.epochs), desc=f"{cfg.method} x{M} (rank 0)",
+                       disable=rank != 0 or not cfg.progress, leave=False, dynamic_ncols=True)
+            for epoch in bar:
+                comm.traffic.reset()
+                t0 = time.perf_counter()
+                loss = self.step(epoch)
+                slept = straggle(time.perf_counter() - t0 - comm.traffic.seconds)
+                end = time.perf_counter()
+                mine.append({"time": end - t0, "loss": loss, **comm.traffic.snapshot(),
+                             "peak_mem_mb": peak_memory_mb(), **self.policy.state(),
+                             **self.sync.state(), "slept": slept, "t_end": end - t_start})
+            train_time = time.perf_counter() - t_start
+            bar.close()
+            ok = True
+        finally:  # graceful = wait for every worker's last call; after an error: just stop
+            comm.rpc_shutdown(graceful=ok, timeout_s=cfg.timeout)
+        evals = self._evaluate_snapshots(snap_epochs)
+        everyone = comm.all_gather_object({"rows": mine, "train_time": train_time,
+                                           "factor": straggle.factor})
+        if rank != 0:
+            return None
+        self.rows = _merge(everyone, evals, M)
+        summary = {**summary_extra, **self.summary(), **_async_summary(everyone, self.rows)}
+        _SERVER = None
+        atomic_write(out_dir / "metrics.csv", csv_text(self.rows))
+        write_json(out_dir / "summary.json", summary)  # written last: its presence = complete
+        return summary
+
+    def _evaluate_snapshots(self, snap_epochs: list[int]) -> dict[int, dict]:
+        """Exact collective inference of each kept server snapshot (rank 0 broadcasts it); the
+        model ends holding the server's final parameters."""
+        M = self.rt.world_size
+        params = [p.data for p in self.model.parameters()]
+        out = {}
+        for e in snap_epochs:
+            if self.rt.rank == 0:
+                wall, flat = _SERVER.snapshot(M * e)
+                flat = flat.to(params[0].device)
+            else:
+                wall, flat = None, torch.empty(sum(p.numel() for p in params), device=params[0].device)
+            comm.broadcast_(flat)
+            for p, v in zip(params, _unflatten_dense_tensors(flat, params)):
+                p.copy_(v)
+            t1 = time.perf_counter()
+            out[e] = {**self.evaluate(), "eval_time": time.perf_counter() - t1,
+                      "server_version": M * e, "server_wall_time": wall}
+        return out
+
+
+def _merge(everyone: list[dict], evals: dict[int, dict], M: int) -> list[dict]:
+    """One row per step index e: every worker's step e (times max, bytes summed, staleness mean,
+    per-worker columns), the evaluation of the server's epoch e + 1 if kept; ``wall_time`` = when
+    the last worker finished its step e (seconds since the start barrier)."""
+    rows = []
+    for e in range(len(everyone[0]["rows"])):
+        per = [dict(w["rows"][e]) for w in everyone]
+        ends = [p.pop("t_end") for p in per]
+        slept = [p.pop("slept") for p in per]
+        row = {"epoch": e, **_aggregate(per)}
+        row["epoch_time_mean"] = sum(p["time"] for p in per) / M
+        row["staleness_repr_max"] = max(p["staleness_repr_max"] or 0 for p in per)
+        for r, p in enumerate(per):
+            row[f"epoch_time_w{r}"] = p["time"]
+            row[f"slept_w{r}"] = slept[r]
+            row[f"staleness_param_w{r}"] = p["staleness_param"]
+            row[f"staleness_repr_w{r}"] = p["staleness_repr"]
+            row[f"staleness_repr_max_w{r}"] = p["staleness_repr_max"]
+            row[f"finished_at_w{r}"] = ends[r]
+        if e + 1 in evals:
+            row.update(evals[e + 1])
+        row["wall_time"] = max(ends)
+        row["cum_bytes"] = row["bytes_total"] + (rows[-1]["cum_bytes"] if rows else 0)
+        rows.append(row)
+    return rows
+
+
+def _async_summary(everyone: list[dict], rows: list[dict]) -> dict:
+    """Per-worker pace and staleness; ``steps_per_s_fast`` = mean over the workers not slowed."""
+    M, E = len(everyone), len(rows)
+    rate = [E / w["train_time"] for w in everyone]
+    fast = [r for r in range(M) if everyone[r]["factor"] == 1.0] or list(range(M))
+    slow = [r for r in range(M) if r not in fast]
+
+    def col(key, r, fn):
+        vals = [row[f"{key}_w{r}"] for row in rows if row.get(f"{key}_w{r}") is not None]
+        return fn(vals) if vals else None
+
+    mean = lambda v: sum(v) / len(v)  # noqa: E731
+    return {
+        "train_wall_time": max(w["train_time"] for w in everyone),
+        "train_time_by_worker": [w["train_time"] for w in everyone],
+        "steps_per_s_by_worker": rate,
+        "slow_factor_by_worker": [w["factor"] for w in everyone],
+        "steps_per_s_fast": mean([rate[r] for r in fast]),
+        "steps_per_s_slow": mean([rate[r] for r in slow]) if slow else None,
+        "staleness_param_mean_by_worker": [col("staleness_param", r, mean) for r in range(M)],
+        "staleness_param_max_by_worker": [col("staleness_param", r, max) for r in range(M)],
+        "staleness_repr_mean_by_worker": [col("staleness_repr", r, mean) for r in range(M)],
+        "staleness_repr_max_by_worker": [col("staleness_repr_max", r, max) for r in range(M)],
+        "server_versions": M * E,
+    }
+
+
+@register("digest-async", "DIGEST-A: asynchronous DIGEST, parameter server + representation store "
+          "over rpc on rank 0 (--slow-workers to add stragglers)", trainer=AsyncTrainer)
+def digest_async(cfg, part, plan, model):
+    client = AsyncClient(comm.rank(), comm.world_size(), cfg.timeout)
+    return AsyncStaleHalo(part, plan, model, cfg, client), AsyncParamSync(client)

@@ -1,0 +1,132 @@
+"""Declarative experiment suites: datasets x methods (label + flags) x worker counts x seeds.
+
+A suite is a YAML file in experiments/configs/ (``quick``, ``full``) or any path to one. Each run it
+expands to has the exact ``python -m digest train`` flags it passes, a config hash (sha256 of their
+canonical JSON) and a stable directory ``<root>/<dataset>/<label>_w<M>_s<seed>``.
+"""
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import yaml
+
+from digest.config import TrainConfig
+
+CONFIGS = Path(__file__).resolve().parent / "configs"
+TRAIN_FLAGS = {f.name for f in dataclasses.fields(TrainConfig)}
+RESERVED = {"out", "resume", "progress"}  # set by the runner, never part of a config
+
+
+@dataclass(frozen=True)
+class MethodSpec:
+    label: str                      # e.g. "varco-fixed-8"
+    method: str                     # registered method name, e.g. "varco"
+    flags: dict = field(default_factory=dict)  # e.g. {"comp_schedule": "fixed", "comp_ratio": 8}
+    workers: tuple | None = None    # restricts the suite's worker counts for this method
+
+
+@dataclass(frozen=True)
+class Suite:
+    name: str
+    datasets: tuple
+    workers: tuple
+    seeds: tuple
+    epochs: int
+    model: dict                     # model + hyperparameters: model, layers, hidden, lr, ...
+    methods: tuple                  # of MethodSpec
+
+
+@dataclass(frozen=True)
+class Run:
+    dataset: str
+    spec: MethodSpec
+    workers: int
+    seed: int
+    flags: dict                     # exactly what is passed to `python -m digest train`
+
+    @property
+    def label(self) -> str:
+        return self.spec.label
+
+    @property
+    def hash(self) -> str:
+        return config_hash(self.flags)
+
+    @property
+    def name(self) -> str:
+        return f"{self.label}_w{self.workers}_s{self.seed}"
+
+    def directory(self, root: str | Path) -> Path:
+        return Path(root) / dataset_slug(self.dataset) / self.name
+
+    def argv(self, out: str | Path) -> list[str]:
+        return ["-m", "digest", "train", *to_argv(self.flags), "--out", str(out), "--no-progress"]
+
+
+def config_hash(flags: dict) -> str:
+    canonical = json.dumps(flags, sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(canonical.encode()).hexdigest()
+
+
+def dataset_slug(name: str) -> str:
+    return re.sub(r"[^A-Za-z0-9_.-]+", "_", name).strip("_")
+
+
+def to_argv(flags: dict) -> list[str]:
+    argv = []
+    for key in sorted(flags):
+        value, flag = flags[key], "--" + key.replace("_", "-")
+        if isinstance(value, bool):
+            argv.append(flag if value else "--no-" + flag[2:])
+        else:
+            argv += [flag, str(value)]
+    return argv
+
+
+def _check_flags(flags: dict, where: str) -> None:
+    bad = sorted((set(flags) - TRAIN_FLAGS) | (set(flags) & RESERVED))
+    if bad:
+        raise ValueError(f"{where}: not a `digest train` flag here: {', '.join(bad)}")
+
+
+def suite_from_dict(d: dict) -> Suite:
+    methods = tuple(MethodSpec(m["label"], m["method"], dict(m.get("flags") or {}),
+                               tuple(m["workers"]) if m.get("workers") else None)
+                    for m in d["methods"])
+    labels = [m.label for m in methods]
+    if len(set(labels)) != len(labels):
+        raise ValueError(f"suite {d['name']}: duplicate method labels in {labels}")
+    suite = Suite(d["name"], tuple(d["datasets"]), tuple(d["workers"]), tuple(d["seeds"]),
+                  int(d["epochs"]), dict(d.get("model") or {}), methods)
+    _check_flags(suite.model, f"suite {suite.name} model")
+    for m in methods:
+        _check_flags(m.flags, f"suite {suite.name} method {m.label}")
+    return suite
+
+
+def load_suite(name_or_path: str) -> Suite:
+    path = Path(name_or_path)
+    if not path.suffix:
+        path = CONFIGS / f"{name_or_path}.yaml"
+    if not path.exists():
+        known = ", ".join(sorted(p.stem for p in CONFIGS.glob("*.yaml")))
+        raise ValueError(f"no suite {name_or_path!r} (known: {known}; or give a YAML path)")
+    return suite_from_dict(yaml.safe_load(path.read_text()))
+
+
+def expand(suite: Suite) -> list[Run]:
+    """Every run of the suite, in a stable order: dataset, method, workers, seed."""
+    runs = []
+    for dataset in suite.datasets:
+        for spec in suite.methods:
+            for workers in spec.workers or suite.workers:
+                for seed in suite.seeds:
+                    flags = {**suite.model, "dataset": dataset, "method": spec.method,
+                             "workers": workers, "seed": seed, "epochs": suite.epochs, **spec.flags}
+                    runs.append(Run(dataset, spec, workers, seed, flags))
+    return runs

@@ -1,0 +1,135 @@
+"""tables.md: a header describing where the numbers came from (read from the runs' summary.json,
+never hard-coded), then the four tables rendered as markdown; measured and modeled kept apart."""
+from __future__ import annotations
+
+import json
+import math
+
+import pandas as pd
+
+from .costmodel import Network
+from .load import Loaded
+
+
+def runs_index(loaded: Loaded) -> pd.DataFrame:
+    return pd.DataFrame([{"dataset": r.dataset, "method": r.label, "workers": r.workers,
+                          "seed": r.seed, "directory": str(r.directory),
+                          "git_commit": r.summary.get("git_commit"),
+                          "command": r.summary.get("command")} for r in loaded.records])
+
+
+def cell(v, spec: str = ".4g") -> str:
+    if isinstance(v, str):
+        return v
+    if v is None or (isinstance(v, float) and math.isnan(v)):
+        return "n/a"
+    return format(v, spec)
+
+
+def md_table(headers: list, rows: list) -> str:
+    lines = ["| " + " | ".join(map(str, headers)) + " |", "|" + "---|" * len(headers)]
+    lines += ["| " + " | ".join(map(str, row)) + " |" for row in rows]
+    return "\n".join(lines) + "\n"
+
+
+def _distinct(values) -> list:
+    seen = {}
+    for v in values:
+        seen.setdefault(json.dumps(v, sort_keys=True, default=str), v)
+    return list(seen.values())
+
+
+def header(loaded: Loaded, net: Network | None, target: float, command: str) -> str:
+    sums = [r.summary for r in loaded.records]
+    lines = ["# Results", "", f"Command: `{command}`", ""]
+    for m in _distinct({k: s.get("machine", {}).get(k) for k in ("host", "cpu", "cores", "ram_gib", "gpu")}
+                       for s in sums):
+        lines.append(f"Machine: {m['host']} ({m['cpu']}), {m['cores']} cores, {m['ram_gib']} GiB RAM, "
+                     f"GPU: {m['gpu']}")
+    shared = sorted(_distinct((s.get("machine", {}).get("workers"), s.get("machine", {}).get("cores_shared"),
+                               s.get("machine", {}).get("threads_per_worker")) for s in sums),
+                    key=lambda t: t[0] or 0)
+    lines.append("Cores shared by workers: " + "; ".join(f"{c} ({t} thread(s) each)" for _, c, t in shared))
+    for v in _distinct(s.get("versions", {}) for s in sums):
+        lines.append("Software: " + ", ".join(f"{k} {x}" for k, x in v.items()))
+    lines.append("Git commit: " + ", ".join(sorted({str(s.get("git_commit")) for s in sums})))
+    done = len(loaded.records)
+    lines.append(f"Runs: {done} complete" + (f" of {loaded.expected}" if loaded.expected else "")
+                 + (f"; missing: {', '.join(loaded.missing)}" if loaded.missing else ""))
+    lines += ["", "Per-run commands (with config and results) are in runs.csv; one per method:", ""]
+    for label in loaded.labels:
+        r = max((r for r in loaded.records if r.label == label), key=lambda r: (r.workers, -r.seed))
+        lines.append(f"- {label}: `{r.summary.get('command')}`")
+    lines += ["", "Definitions (METHODS.md section 7): times are measured training time (evaluation "
+              "excluded), the slowest worker per epoch; speedup over exact = exact's time / the "
+              f"method's, same dataset and worker count M. Time to accuracy: first epoch whose "
+              f"validation accuracy >= {target:g} x exact's best validation accuracy (mean over "
+              "seeds, same dataset and M); a method that does not reach it in every seed reads "
+              "'not reached'."]
+    if net:
+        lines.append(f"Columns labelled \"{net.column}\" are MODELED, not measured: max over "
+                     f"workers of measured compute time + bytes / bandwidth + messages x latency.")
+    return "\n".join(lines) + "\n"
+
+
+def _by_dataset(df: pd.DataFrame):
+    for dataset, part in df.groupby("dataset", sort=False):
+        yield dataset, part
+
+
+def markdown(loaded: Loaded, tables: dict, net: Network | None, target: float, command: str) -> str:
+    out = [header(loaded, net, target, command)]
+    acc = tables["accuracy"]
+    seeds = sorted(set(acc["seeds"]))
+    out.append(f"\n## 1. Accuracy: test accuracy (%) at best validation, mean ± std over "
+               f"{'/'.join(map(str, seeds))} seed(s)\n")
+    datasets = list(dict.fromkeys(acc["dataset"]))
+    keys = list(dict.fromkeys(zip(acc["method"], acc["workers"])))
+    keys.sort(key=lambda k: (loaded.labels.index(k[0]) if k[0] in loaded.labels else 99, k[1]))
+    look = {(d, m, w): s for d, m, w, s in zip(acc.dataset, acc.method, acc.workers, acc.test_at_best_val)}
+    out.append(md_table(["method", "M", *datasets],
+                        [[m, w, *(look.get((d, m, w), "") for d in datasets)] for m, w in keys]))
+    et = tables["epoch_time"]
+    out.append("\n## 2. Per-epoch time (ms) and per-epoch speedup over exact at the same M\n")
+    for prefix, title in [("", "measured"), *([(f"{net.column} ", net.column + " (not measured)")] if net else [])]:
+        for dataset, part in _by_dataset(et):
+            ms = sorted(set(part.workers))
+            rows = []
+            for label in dict.fromkeys(part.method):
+                row = [label]
+                for w in ms:
+                    hit = part[(part.method == label) & (part.workers == w)]
+                    row += ([cell(hit[f"{prefix}epoch_ms"].iloc[0], ".1f"),
+                             _x(hit[f"{prefix}speedup_vs_exact"].iloc[0])]
+                            if len(hit) else ["", ""])
+                rows.append(row)
+            out.append(f"\n### {dataset}: {title}\n\n")
+            out.append(md_table(["method", *[h for w in ms for h in (f"M={w} ms", f"M={w} speedup")]], rows))
+    tta = tables["time_to_accuracy"]
+    out.append(f"\n## 3. Time to accuracy (target {target:g} x exact's best val) and speedup over exact\n")
+    for dataset, part in _by_dataset(tta):
+        out.append(f"\n### {dataset}: measured\n\n")
+        out.append(md_table(["method", "M", "target val", "seeds reached", "epochs", "time s",
+                             "speedup", "MiB sent"],
+                            [[r.method, r.workers, cell(r.target_val, ".4f"), r.seeds_reached,
+                              cell(r.epochs, ".1f"), cell(r.time_s, ".2f"), _x(r.speedup_vs_exact),
+                              cell(r.MiB, ".2f")] for r in part.itertuples()]))
+        if net:
+            out.append(f"\n### {dataset}: {net.column} (not measured)\n\n")
+            out.append(md_table(["method", "M", f"{net.column} time s", f"{net.column} speedup"],
+                                [[m, w, cell(t, ".2f"), _x(s)] for m, w, t, s in zip(
+                                    part.method, part.workers, part[f"{net.column} time_s"],
+                                    part[f"{net.column} speedup_vs_exact"])]))
+    b = tables["bytes"]
+    cols = [c for c in b.columns if c.endswith("MiB")]
+    out.append("\n## 4. Bytes sent per epoch by category (MiB, all workers, mean over epochs and seeds)\n")
+    for dataset, part in _by_dataset(b):
+        out.append(f"\n### {dataset}\n\n")
+        out.append(md_table(["method", "M", *cols],
+                            [[r["method"], r["workers"], *(cell(r[c], ".3f") for c in cols)]
+                             for _, r in part.iterrows()]))
+    return "".join(out)
+
+
+def _x(v) -> str:
+    return v if isinstance(v, str) else cell(v, ".2f") + "x"

@@ -1,0 +1,171 @@
+"""Paper-style tables from complete runs (METHODS.md section 7), as CSV and markdown:
+
+    python -m experiments.tables --suite quick --runs results/quick/runs --out results/quick \
+        [--network 10gbit,5us] [--target 0.98]
+
+accuracy.csv, epoch_time.csv, time_to_accuracy.csv, bytes.csv, runs.csv and tables.md (whose
+header names the machine, versions, commit and commands, read from the runs' summary.json).
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from pathlib import Path
+
+import pandas as pd
+
+from . import report
+from .costmodel import Network, modeled_epoch_times, parse_network
+from .load import Loaded, load
+
+MiB = 2**20
+NOT_REACHED = "not reached"
+CATEGORIES = {"bytes_halo_fwd": "halo fwd", "bytes_halo_bwd": "halo bwd",
+              "bytes_store": "store", "bytes_params": "params"}
+
+
+def run_frame(loaded: Loaded, net: Network | None = None) -> pd.DataFrame:
+    """One row per run: identity, accuracy, mean epoch time, mean bytes per epoch by category."""
+    rows = []
+    for r in loaded.records:
+        m = r.metrics
+        row = {"dataset": r.dataset, "method": r.label, "workers": r.workers, "seed": r.seed,
+               "best_val": r.summary.get("best_val"), "test": r.summary.get("test_at_best_val"),
+               "epoch_time": m["epoch_time"].mean(), "epochs": len(m)}
+        if net is not None:
+            row["modeled_epoch_time"] = modeled_epoch_times(m, net).mean()
+        for col in [c for c in m.columns if c.startswith("bytes_") and "_w" not in c]:
+            row[col] = m[col].mean()
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def mean_std(values) -> str:
+    """'97.50 ± 0.71' in percent (sample std over seeds); just the mean for one seed."""
+    v = pd.Series(list(values), dtype=float) * 100
+    return f"{v.mean():.2f}" if len(v) == 1 else f"{v.mean():.2f} ± {v.std(ddof=1):.2f}"
+
+
+def accuracy(frame: pd.DataFrame) -> pd.DataFrame:
+    g = frame.groupby(["dataset", "method", "workers"], sort=False)
+    return g.agg(seeds=("test", "size"), test_mean=("test", "mean"), test_std=("test", "std"),
+                 best_val_mean=("best_val", "mean"),
+                 test_at_best_val=("test", mean_std)).reset_index()
+
+
+def speedup(frame: pd.DataFrame, column: str) -> pd.Series:
+    """exact's mean (over seeds) ``column`` at the same dataset and M / the method's."""
+    mean = frame.groupby(["dataset", "method", "workers"], sort=False)[column].mean()
+    exact = {(d, w): t for (d, m, w), t in mean.items() if m == "exact"}
+    return pd.Series({k: exact[(k[0], k[2])] / t if (k[0], k[2]) in exact else float("nan")
+                      for k, t in mean.items()}, dtype=float)
+
+
+def epoch_time(frame: pd.DataFrame, net: Network | None = None) -> pd.DataFrame:
+    g = frame.groupby(["dataset", "method", "workers"], sort=False)
+    out = pd.DataFrame({"seeds": g.size(), "epoch_ms": g["epoch_time"].mean() * 1e3,
+                        "speedup_vs_exact": speedup(frame, "epoch_time")})
+    if net is not None:
+        out[f"{net.column} epoch_ms"] = g["modeled_epoch_time"].mean() * 1e3
+        out[f"{net.column} speedup_vs_exact"] = speedup(frame, "modeled_epoch_time")
+    return out.reset_index()
+
+
+def time_to_target(metrics: pd.DataFrame, target: float, net: Network | None = None) -> dict | None:
+    """First epoch whose val_acc >= target: epochs run, cumulative wall time and bytes; or None."""
+    hit = metrics.index[metrics["val_acc"].notna() & (metrics["val_acc"] >= target)]
+    if len(hit) == 0:
+        return None
+    i = hit[0]
+    out = {"epochs": int(metrics.loc[i, "epoch"]) + 1, "time": float(metrics.loc[i, "wall_time"]),
+           "bytes": float(metrics.loc[i, "cum_bytes"])}
+    if net is not None:
+        out["modeled"] = float(modeled_epoch_times(metrics, net).cumsum().loc[i])
+    return out
+
+
+def time_to_accuracy(loaded: Loaded, fraction: float = 0.98, net: Network | None = None) -> pd.DataFrame:
+    """Per dataset, method, M: time for the method to first reach fraction x exact's best val (mean
+    over seeds of exact at that M); its speedup over exact; "not reached" unless every seed got there."""
+    exact_best: dict = {}
+    for r in loaded.records:
+        if r.label == "exact":
+            exact_best.setdefault((r.dataset, r.workers), []).append(r.summary["best_val"])
+    groups: dict = {}
+    for r in loaded.records:
+        if (r.dataset, r.workers) in exact_best:
+            groups.setdefault((r.dataset, r.label, r.workers), []).append(r)
+    kinds = [("time", "time_s")] + ([("modeled", f"{net.column} time_s")] if net else [])
+    rows = []
+    for (dataset, label, workers), recs in groups.items():
+        best = exact_best[(dataset, workers)]
+        target = fraction * sum(best) / len(best)
+        hits = [time_to_target(r.metrics, target, net) for r in recs]
+        ok = [h for h in hits if h is not None]
+        reached = len(ok) == len(hits)
+        row = {"dataset": dataset, "method": label, "workers": workers, "target_val": target,
+               "seeds_reached": f"{len(ok)}/{len(hits)}"}
+        for key, col in [("epochs", "epochs"), ("bytes", "MiB"), *kinds]:
+            mean = sum(h[key] for h in ok) / len(ok) if reached else None
+            row[col] = NOT_REACHED if mean is None else mean / (MiB if key == "bytes" else 1)
+        rows.append(row)
+    out = pd.DataFrame(rows)
+    for _, col in kinds:  # speedup = exact's time / the method's, same dataset and M
+        base = {(d, w): t for d, m, w, t in zip(out.dataset, out.method, out.workers, out[col])
+                if m == "exact"}
+        out[col.replace("time_s", "speedup_vs_exact")] = [
+            _ratio(base.get((d, w), NOT_REACHED), t) for d, w, t in zip(out.dataset, out.workers, out[col])]
+    return out
+
+
+def _ratio(exact_time, time):
+    if time == NOT_REACHED:
+        return NOT_REACHED
+    return "n/a (exact not reached)" if exact_time == NOT_REACHED else exact_time / time
+
+
+def bytes_per_epoch(frame: pd.DataFrame) -> pd.DataFrame:
+    cols = [c for c in CATEGORIES if c in frame.columns]
+    g = frame.groupby(["dataset", "method", "workers"], sort=False)
+    out = (g[cols + ["bytes_total"]].mean() / MiB).rename(
+        columns={**{c: f"{n} MiB" for c, n in CATEGORIES.items()}, "bytes_total": "total MiB"})
+    return out.reset_index()
+
+
+def build(loaded: Loaded, net: Network | None = None, fraction: float = 0.98) -> dict:
+    frame = run_frame(loaded, net)
+    return {"accuracy": accuracy(frame), "epoch_time": epoch_time(frame, net),
+            "time_to_accuracy": time_to_accuracy(loaded, fraction, net),
+            "bytes": bytes_per_epoch(frame), "runs": report.runs_index(loaded)}
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(prog="python -m experiments.tables", description=__doc__,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--runs", required=True, help="runs root written by experiments.runner")
+    p.add_argument("--suite", default=None, help="read exactly this suite's runs (else every complete run)")
+    p.add_argument("--out", required=True, help="folder for the CSVs and tables.md")
+    p.add_argument("--network", default=None, help="add modeled columns, e.g. 10gbit,5us")
+    p.add_argument("--target", type=float, default=0.98, help="fraction of exact's best val")
+    args = p.parse_args(argv)
+    net = parse_network(args.network) if args.network else None
+    loaded = load(args.runs, args.suite)
+    if not loaded.records:
+        print(f"tables: no complete runs under {args.runs}", file=sys.stderr)
+        return 1
+    tables = build(loaded, net, args.target)
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    for name, df in tables.items():
+        df.to_csv(out / f"{name}.csv", index=False, float_format="%.6g")
+    command = os.environ.get("RUN_ALL_COMMAND") or "python -m experiments.tables " + " ".join(
+        sys.argv[1:] if argv is None else argv)
+    (out / "tables.md").write_text(report.markdown(loaded, tables, net, args.target, command))
+    print(f"tables: {len(loaded.records)} runs -> {out}/tables.md and "
+          + ", ".join(f"{n}.csv" for n in tables))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,95 @@
+"""DIGEST's stale representation store (METHODS.md section 4) behaves as specified."""
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+from torch_geometric.nn import GCNConv
+
+from digest import comm
+from digest.cache import load_book, prepare_partition
+from digest.config import TrainConfig
+from digest.synthetic import make_synthetic
+from digest.trainer import Trainer
+from distributed import run_workers
+
+STEPS = 6
+
+
+def record(cfg, rt, part):
+    """Per step: the halo rows used (from the store), the inner rows computed, the parameters
+    before the step, and the store bytes of the step."""
+    trainer = Trainer(cfg, rt, part)
+    steps = []
+    for t in range(cfg.epochs):
+        params = {k: v.clone() for k, v in trainer.model.state_dict().items()}
+        comm.traffic.reset()
+        loss = trainer.step(t)
+        policy = trainer.policy
+        steps.append({"used": {l: v.clone() for l, v in policy.used.items()},
+                      "computed": {l: v.clone() for l, v in policy.latest.items()},
+                      "params": params, "loss": loss, "store_bytes": comm.traffic.bytes["store"],
+                      "age": policy.age})
+    return part.global_ids, part.n_inner, steps
+
+
+def _graph():
+    return make_synthetic(nodes=240, classes=4, avg_degree=8, features=12, seed=7)
+
+
+def test_interval_one_uses_the_owners_rows_of_the_previous_step(tmp_path):
+    graph = _graph()
+    part_dir = prepare_partition("store", 3, "metis", 0, tmp_path, graph=graph)
+    cfg = TrainConfig(dataset="store", method="digest", sync_interval=1, hidden=8, layers=3,
+                      dropout=0.0, epochs=STEPS)
+    ranks = run_workers(record, cfg, part_dir, 3)
+    computed = {}  # (step, layer) -> global rows computed by their owners
+    for ids, n_inner, steps in ranks:
+        for t, s in enumerate(steps):
+            for l, rows in s["computed"].items():
+                full = computed.setdefault((t, l), torch.zeros(graph.num_nodes, rows.size(1)))
+                full[ids[:n_inner]] = rows
+    for ids, n_inner, steps in ranks:
+        halo_ids = ids[n_inner:]
+        for t in range(1, STEPS):
+            for l in (1, 2):
+                assert torch.equal(steps[t]["used"][l], computed[(t - 1, l)][halo_ids]), (t, l)
+                assert steps[t]["age"] == 1
+    # the first hidden layer's halo equals the exact full-graph h^1 under step t-1's parameters
+    params = ranks[0][2][2]["params"]
+    conv = GCNConv(graph.num_features, 8)
+    conv.load_state_dict({k[len("convs.0."):]: v for k, v in params.items() if k.startswith("convs.0.")})
+    h1 = F.relu(conv(graph.x, graph.edge_index))
+    for ids, n_inner, steps in ranks:
+        assert torch.allclose(steps[3]["used"][1], h1[ids[n_inner:]], atol=1e-5)
+
+
+def test_step_zero_is_exact(tmp_path):
+    graph = _graph()
+    part_dir = prepare_partition("store", 3, "metis", 0, tmp_path, graph=graph)
+    losses = {}
+    for method in ("exact", "digest"):
+        cfg = TrainConfig(dataset="store", method=method, hidden=8, layers=3, dropout=0.0, epochs=1)
+        losses[method] = sum(r[2][0]["loss"] for r in run_workers(record_loss, cfg, part_dir, 3))
+    assert abs(losses["exact"] - losses["digest"]) < 1e-6
+
+
+def record_loss(cfg, rt, part):
+    trainer = Trainer(cfg, rt, part)
+    return None, None, [{"loss": trainer.step(0)}]
+
+
+def test_sync_schedule_and_store_bytes(tmp_path):
+    graph = _graph()
+    part_dir = prepare_partition("store", 4, "metis", 0, tmp_path, graph=graph)
+    halo_rows = sum(load_book(part_dir).stats["halo_sizes"])  # = rows pushed, over all workers
+    cfg = TrainConfig(dataset="store", method="digest", sync_interval=10, hidden=6, layers=3,
+                      dropout=0.5, epochs=31)
+    ranks = run_workers(record, cfg, part_dir, 4)
+    per_step = [sum(r[2][t]["store_bytes"] for r in ranks) for t in range(31)]
+    per_sync = halo_rows * 6 * 4 * (3 - 1)  # rows x hidden width x 4 bytes x (L - 1) layers
+    # step 0: the exact filling pass; then syncs right after steps 9, 19, 29 and never otherwise
+    assert [t for t, b in enumerate(per_step) if b] == [0, 9, 19, 29]
+    assert per_step[9] == per_step[19] == per_step[29] == per_sync
+    ages = [ranks[0][2][t]["age"] for t in range(31)]
+    assert ages[:12] == [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 1, 2]
+    assert max(ages) <= 10

@@ -1,0 +1,89 @@
+"""The DC-SBM generator: determinism, sizes, graph invariants, homophily and class signal."""
+from __future__ import annotations
+
+import pytest
+import torch
+
+from digest.graph import canonical_edges, degree
+from digest.synthetic import make_synthetic, random_split
+
+
+@pytest.fixture(scope='module')
+def g5000():
+    return make_synthetic(nodes=5000, classes=6, avg_degree=12, features=32, homophily=0.7,
+                          seed=1)
+
+
+def _same(a, b):
+    return all(torch.equal(getattr(a, k), getattr(b, k)) for k in
+               ('x', 'y', 'edge_index', 'train_mask', 'val_mask', 'test_mask'))
+
+
+def test_deterministic_from_seed():
+    a, b = make_synthetic(nodes=800, seed=5), make_synthetic(nodes=800, seed=5)
+    assert _same(a, b)
+    c = make_synthetic(nodes=800, seed=6)
+    assert not torch.equal(a.x, c.x) and not torch.equal(a.y, c.y)
+    assert a.edge_index.shape != c.edge_index.shape or not torch.equal(a.edge_index, c.edge_index)
+
+
+def test_sizes_and_dtypes(g5000):
+    g = g5000
+    assert (g.num_nodes, g.num_features, g.num_classes) == (5000, 32, 6)
+    assert g.x.dtype == torch.float32 and g.y.dtype == torch.int64
+    assert g.edge_index.dtype == torch.int64 and g.edge_index.shape[0] == 2
+    assert abs(g.num_edges / g.num_nodes - 12) <= 0.15 * 12
+    assert int(g.y.min()) >= 0 and int(g.y.max()) < 6
+    assert set(g.y.tolist()) == set(range(6))
+
+
+def test_graph_invariants(g5000):
+    src, dst = g5000.edge_index
+    assert not bool((src == dst).any()), 'self-loops'
+    # canonical_edges is idempotent on a symmetric, deduplicated, sorted edge list
+    assert torch.equal(canonical_edges(g5000.edge_index, g5000.num_nodes), g5000.edge_index)
+    fwd = set(zip(src.tolist(), dst.tolist()))
+    assert len(fwd) == g5000.num_edges, 'duplicates'
+    assert all((d, s) in fwd for s, d in list(fwd)[:5000]), 'not symmetric'
+    deg = degree(g5000.edge_index, g5000.num_nodes).float()
+    assert deg.max() > 4 * deg.mean(), 'degrees should be heavy-tailed (degree-corrected SBM)'
+
+
+def test_homophily_close_to_requested(g5000):
+    src, dst = g5000.edge_index
+    h = (g5000.y[src] == g5000.y[dst]).float().mean().item()
+    assert abs(h - 0.7) <= 0.05
+    assert g5000.meta['homophily_measured'] == pytest.approx(h)
+    low = make_synthetic(nodes=2000, classes=4, homophily=0.1, seed=2)
+    s, d = low.edge_index
+    assert abs((low.y[s] == low.y[d]).float().mean().item() - 0.1) <= 0.05
+
+
+def test_features_depend_on_class(g5000):
+    x, y = g5000.x, g5000.y
+    means = torch.stack([x[y == c].mean(0) for c in range(g5000.num_classes)])
+    between = torch.cdist(means, means)[~torch.eye(len(means), dtype=torch.bool)]
+    # class means differ far more than the sampling error of a mean (noise 1/sqrt(~800))
+    assert between.min() > 5 / (5000 / 6) ** 0.5
+    # nearest-class-mean on raw features beats chance clearly but is far from perfect
+    acc = (torch.cdist(x, means).argmin(1) == y).float().mean().item()
+    assert 1.5 / 6 < acc < 0.95
+
+
+def test_split_and_meta(g5000):
+    g = g5000
+    masks = torch.stack([g.train_mask, g.val_mask, g.test_mask]).long()
+    assert torch.equal(masks.sum(0), torch.ones(5000, dtype=torch.long)), 'disjoint and covering'
+    assert g.train_mask.sum() == 3000 and g.val_mask.sum() == 1000
+    assert g.meta['split'].startswith('random 60%/20%/20%')
+    assert g.meta['options']['homophily'] == 0.7 and g.meta['options']['seed'] == 1
+    t1, _, _ = random_split(100, seed=3)
+    assert torch.equal(t1, random_split(100, seed=3)[0])
+    assert not torch.equal(t1, random_split(100, seed=4)[0])
+
+
+def test_tiny_and_single_class():
+    g = make_synthetic(nodes=2, classes=1, avg_degree=1, features=3, seed=0)
+    assert g.num_nodes == 2 and g.num_edges <= 2
+    g = make_synthetic(nodes=300, classes=1, avg_degree=4, features=3, homophily=0.2, seed=0)
+    assert g.num_edges > 0 and int(g.y.max()) == 0

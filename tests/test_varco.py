@@ -1,0 +1,143 @@
+"""VARCO, DIGEST with a compressed store, and partition-based traffic, in 2 real worker processes.
+
+All configurations run in ONE launch (the start-up of worker processes dominates the cost); each
+test below checks one property of the recorded per-epoch losses, bytes and method state.
+"""
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+import torch
+
+from digest import comm
+from digest.cache import load_book, prepare_partition
+from digest.config import TrainConfig
+from digest.synthetic import make_synthetic
+from digest.trainer import Trainer
+from distributed import run_workers
+
+H = 16  # hidden width = F of every exchanged layer
+BASE = TrainConfig(dataset="varco", hidden=H, layers=3, dropout=0.0, epochs=20, progress=False)
+RUNS = {
+    "exact": dict(method="exact"),
+    "varco_r1": dict(method="varco", comp_schedule="none"),
+    "varco_learned_r1": dict(method="varco", compressor="learned", comp_schedule="fixed"),
+    "varco_r4": dict(method="varco", comp_schedule="fixed", comp_ratio=4.0, epochs=2),
+    "varco_r4_all": dict(method="varco", comp_schedule="fixed", comp_ratio=4.0, comp_layers="1,2",
+                         epochs=2),
+    "varco_random_r4": dict(method="varco", compressor="random", comp_schedule="fixed",
+                            comp_ratio=4.0, epochs=2),
+    "varco_learned_r4": dict(method="varco", compressor="learned", comp_schedule="fixed",
+                             comp_ratio=4.0, epochs=4),
+    "varco_variable": dict(method="varco", comp_max=8.0, comp_slope=2.0),
+    "digest": dict(method="digest", sync_interval=3),
+    "digest_none": dict(method="digest", sync_interval=3, compressor="none"),
+    "digest_slice": dict(method="digest", sync_interval=3, compressor="slice"),
+    "digest_random": dict(method="digest", sync_interval=3, compressor="random",
+                          comp_schedule="fixed", comp_ratio=4.0),
+    "digest_learned": dict(method="digest", compressor="learned"),
+    "partition": dict(method="partition", epochs=3),
+}
+
+
+def train_all(cfg, rt, part, runs):
+    """Every run on this worker: per epoch its loss, traffic and policy state."""
+    torch.set_num_threads(1)
+    out = {}
+    for name, over in runs.items():
+        try:
+            trainer = Trainer(dataclasses.replace(cfg, **over), rt, part)
+        except ValueError as e:
+            out[name] = str(e)
+            continue
+        rows = []
+        for epoch in range(trainer.cfg.epochs):
+            comm.traffic.reset()
+            loss = trainer.step(epoch)
+            rows.append({"loss": loss, **comm.traffic.snapshot(), **trainer.policy.state()})
+        codec = {k: v.clone() for k, v in trainer.model.state_dict().items() if "compressor" in k}
+        out[name] = {"rows": rows, "codec": codec,
+                     "opt_params": sum(p.numel() for g in trainer.opt.param_groups for p in g["params"])}
+    return out
+
+
+@pytest.fixture(scope="module")
+def world(tmp_path_factory):
+    graph = make_synthetic(nodes=300, classes=4, avg_degree=8, features=12, seed=1)
+    part_dir = prepare_partition("varco", 2, "metis", 0, tmp_path_factory.mktemp("data"), graph=graph)
+    rows = sum(load_book(part_dir).stats["halo_sizes"])  # rows sent per exchange, all workers
+    return rows, run_workers(train_all, BASE, part_dir, 2, runs=RUNS)
+
+
+def total(ranks, run, key):
+    """Per-epoch sum over workers of ``key``."""
+    n = len(ranks[0][run]["rows"])
+    return [sum(r[run]["rows"][t][key] for r in ranks) for t in range(n)]
+
+
+def test_ratio_one_equals_exact(world):
+    _, ranks = world
+    exact = total(ranks, "exact", "loss")
+    for run in ("varco_r1", "varco_learned_r1"):
+        assert max(abs(a - b) for a, b in zip(exact, total(ranks, run, "loss"))) < 1e-4, run
+        assert total(ranks, run, "bytes_halo_fwd") == total(ranks, "exact", "bytes_halo_fwd")
+        assert total(ranks, run, "bytes_halo_bwd") == total(ranks, "exact", "bytes_halo_bwd")
+    assert exact[-1] < exact[0]  # it trains
+
+
+def test_compressed_bytes_are_k_columns(world):
+    rows, ranks = world
+    k = 4  # ceil(16 / 4)
+    # default layers for L = 3: layer 1 compressed, layer 2 (the last layer's input) exact
+    for run in ("varco_r4", "varco_random_r4", "varco_learned_r4"):
+        assert set(total(ranks, run, "bytes_halo_fwd")) == {rows * (k + H) * 4}, run
+        assert set(total(ranks, run, "bytes_halo_bwd")) == {rows * (k + H) * 4}, run
+    assert set(total(ranks, "varco_r4_all", "bytes_halo_fwd")) == {rows * (k + k) * 4}
+    assert set(total(ranks, "varco_r4_all", "bytes_halo_bwd")) == {rows * (k + k) * 4}
+    assert total(ranks, "exact", "bytes_halo_fwd")[0] == rows * (H + H) * 4
+    assert ranks[0]["varco_r4"]["rows"][0]["comp_width"] == k
+
+
+def test_variable_schedule_reaches_r_min_at_T_over_s(world):
+    rows, ranks = world
+    ratios = [r["comp_ratio"] for r in ranks[0]["varco_variable"]["rows"]]
+    assert ratios[0] == 8.0
+    assert ratios[5] == pytest.approx(8 - 2 * 5 * 7 / 20)
+    assert min(t for t, r in enumerate(ratios) if r == 1.0) == 10  # T / s = 20 / 2
+    fwd = total(ranks, "varco_variable", "bytes_halo_fwd")
+    assert fwd[0] == rows * (2 + H) * 4  # k = ceil(16 / 8)
+    assert fwd[10:] == total(ranks, "exact", "bytes_halo_fwd")[10:]
+
+
+def test_learned_codec_is_trained_and_identical_on_every_worker(world):
+    _, ranks = world
+    codecs = [r["varco_learned_r4"]["codec"] for r in ranks]
+    assert set(codecs[0]) == {f"compressor.1.{n}" for n in ("enc_weight", "enc_bias", "dec_weight",
+                                                             "dec_bias")}
+    for key, value in codecs[0].items():
+        assert torch.equal(value, codecs[1][key]), key
+    assert not torch.equal(codecs[0]["compressor.1.enc_weight"], torch.eye(H))  # it moved
+    plain = ranks[0]["varco_r4"]["opt_params"]
+    assert ranks[0]["varco_learned_r4"]["opt_params"] == plain + 2 * (H * H + H)
+
+
+def test_digest_store_compression_only_when_asked(world):
+    _, ranks = world
+    store = {run: sum(total(ranks, run, "bytes_store"))
+             for run in ("digest", "digest_none", "digest_slice", "digest_random")}
+    assert store["digest"] == store["digest_none"]  # --compressor auto keeps the exact sync
+    assert total(ranks, "digest", "loss") == total(ranks, "digest_none", "loss")
+    assert "comp_ratio" not in ranks[0]["digest"]["rows"][0]
+    assert store["digest_slice"] < store["digest_none"]
+    assert store["digest_random"] < store["digest_none"]
+    # one all-to-all per sync still: same message count as the exact store
+    assert total(ranks, "digest_slice", "messages") == total(ranks, "digest_none", "messages")
+    assert "learned" in ranks[0]["digest_learned"]
+
+
+def test_partition_based_sends_no_representations(world):
+    _, ranks = world
+    for key in ("bytes_halo_fwd", "bytes_halo_bwd", "bytes_store"):
+        assert set(total(ranks, "partition", key)) == {0}, key
+    assert all(b > 0 for b in total(ranks, "partition", "bytes_params"))
