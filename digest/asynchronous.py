@@ -33,8 +33,9 @@ Gradient scaling: each worker's loss is its share of the full-graph mean loss ti
 averaging), so every gradient the server applies estimates the full-graph gradient; the server
 takes one Adam step per arriving gradient (M x epochs steps in all) with learning rate lr / M, so
 that M arrivals (one "server epoch") move the parameters about as far as one synchronous step
-(Adam's step size does not shrink with the gradient, so the full lr per arrival would take M
-times larger strides per epoch than the synchronous methods and, in our runs, oscillate).
+(Adam's step size does not shrink with the gradient's scale, so the full lr per arrival would
+move the parameters up to M times as far per epoch as the synchronous methods do). With M = 1
+DIGEST-A is step for step synchronous DIGEST.
 """
 from __future__ import annotations
 
@@ -224,6 +225,8 @@ class AsyncStaleHalo(StaleHalo):
 
     def __init__(self, part, plan, model, cfg, client: AsyncClient):
         super().__init__(part, plan, model, cfg)
+        if self.codecs:
+            raise ValueError("digest-async does not compress its store; use --compressor auto or none")
         self.client = client
         self.owners = [p for p, c in enumerate(plan.recv_counts) if c and p != part.rank]
         self.tags = [0] * client.world  # owner's step count when it computed the rows held

@@ -5,6 +5,8 @@ policy; everything else (loss weighting, exact evaluation, metrics, checkpoints)
 """
 from __future__ import annotations
 
+import os
+import signal
 import time
 from pathlib import Path
 
@@ -78,6 +80,7 @@ class Trainer:
         bar = tqdm(range(self.start_epoch, cfg.epochs), desc=f"{cfg.method} x{self.rt.world_size}",
                    disable=rank != 0 or not cfg.progress, leave=False, dynamic_ncols=True)
         for epoch in bar:
+            _fault_injection(rank, epoch)
             comm.traffic.reset()
             t0 = time.perf_counter()
             loss = self.step(epoch)
@@ -118,6 +121,22 @@ class Trainer:
             "mean_bytes_per_epoch": sum(r["bytes_total"] for r in rows) / len(rows),
             "peak_mem_mb_max": max(r["peak_mem_mb"] for r in rows),
         }
+
+
+def _fault_injection(rank: int, epoch: int) -> None:
+    """TEST-ONLY fault-injection hook (tests/test_reliability.py); inert unless these are set:
+    DIGEST_TEST_KILL_EPOCH=e and DIGEST_TEST_KILL_RANK=r (SIGKILL rank r at the start of epoch e,
+    while its peers enter the epoch's collectives; r=group: rank 0 SIGKILLs its process group,
+    launcher included) or DIGEST_TEST_RAISE_RANK=r (rank r raises there)."""
+    env = os.environ
+    if env.get("DIGEST_TEST_KILL_EPOCH") != str(epoch):
+        return
+    if env.get("DIGEST_TEST_KILL_RANK") == str(rank):
+        os.kill(os.getpid(), signal.SIGKILL)
+    if env.get("DIGEST_TEST_KILL_RANK") == "group" and rank == 0:
+        os.killpg(0, signal.SIGKILL)
+    if env.get("DIGEST_TEST_RAISE_RANK") == str(rank):
+        raise RuntimeError(f"injected failure in rank {rank} at epoch {epoch}")
 
 
 def _aggregate(per_worker: list[dict]) -> dict:

@@ -33,6 +33,7 @@ class Loaded:
     labels: list             # method labels, in order
     expected: int = 0        # runs the suite names (0 without a suite)
     missing: list = field(default_factory=list)  # "dataset label_wM_sS" not complete
+    skipped: list = field(default_factory=list)  # why the runner skipped datasets / methods
 
 
 def _json(path: Path) -> dict | None:
@@ -66,6 +67,10 @@ def load(root: str | Path, suite: str | None = None) -> Loaded:
     if suite is not None:
         s = load_suite(suite)
         records, missing, runs = [], [], expand(s)
+        plan = _json(root / f"plan_{s.name}.json") or {}
+        if "runs" in plan:  # what the runner planned: runs of skipped datasets / methods left out
+            planned = set(plan["runs"])
+            runs = [r for r in runs if str(r.directory(".")) in planned]
         for run in runs:
             rec = read_record(run.directory(root), run.hash)
             if rec is None:
@@ -74,7 +79,7 @@ def load(root: str | Path, suite: str | None = None) -> Loaded:
                 records.append(rec)
         return Loaded(records, [d for d in s.datasets if any(r.dataset == d for r in records)],
                       [m.label for m in s.methods if any(r.label == m.label for r in records)],
-                      len(runs), missing)
+                      len(runs), missing, plan.get("skipped", []))
     records = [r for r in (read_record(p.parent) for p in sorted(root.glob("**/summary.json"))) if r]
     records.sort(key=lambda r: (r.dataset, r.label, r.workers, r.seed))
     return Loaded(records, list(dict.fromkeys(r.dataset for r in records)),

@@ -56,6 +56,7 @@ def header(loaded: Loaded, net: Network | None, target: float, command: str) -> 
     done = len(loaded.records)
     lines.append(f"Runs: {done} complete" + (f" of {loaded.expected}" if loaded.expected else "")
                  + (f"; missing: {', '.join(loaded.missing)}" if loaded.missing else ""))
+    lines += [f"Skipped by the runner: {note}" for note in loaded.skipped]
     lines += ["", "Per-run commands (with config and results) are in runs.csv; one per method:", ""]
     for label in loaded.labels:
         r = max((r for r in loaded.records if r.label == label), key=lambda r: (r.workers, -r.seed))

@@ -100,21 +100,25 @@ def is_complete_summary(directory: Path) -> bool:
     return bool(summary and summary.get("status") == "complete")
 
 
-def plan(suite, methods: set[str], say=print) -> list[Run]:
-    """The suite's runs minus those of unregistered methods / unavailable datasets (said once)."""
-    runs = expand(suite)
-    for spec in suite.methods:
-        if spec.method not in methods:
-            say(f"note: skipping {spec.label}: method {spec.method!r} is not registered "
-                f"(`python -m digest methods` lists {', '.join(sorted(methods))})")
+def plan(suite, methods: set[str]) -> tuple[list[Run], list[str]]:
+    """The suite's runs minus those of unregistered methods / unavailable datasets, and why."""
+    notes = [f"{spec.label}: method {spec.method!r} is not registered (`python -m digest methods` "
+             f"lists {', '.join(sorted(methods))})" for spec in suite.methods if spec.method not in methods]
     missing = unavailable_datasets(suite.datasets)
-    for name, why in missing.items():
-        say(f"note: skipping dataset {name}: {why}")
-    return [r for r in runs if r.spec.method in methods and r.dataset not in missing]
+    notes += [f"dataset {name}: {why}" for name, why in missing.items()]
+    return [r for r in expand(suite) if r.spec.method in methods and r.dataset not in missing], notes
+
+
+def plan_path(root: Path, suite_name: str) -> Path:
+    return Path(root) / f"plan_{suite_name}.json"
 
 
 def run_suite(suite, root: Path, methods: set[str] | None = None, launcher=launch) -> dict:
-    runs = plan(suite, registered_methods() if methods is None else methods)
+    runs, notes = plan(suite, registered_methods() if methods is None else methods)
+    for note in notes:
+        print(f"note: skipping {note}")
+    write_json(plan_path(root, suite.name), {"suite": suite.name, "skipped": notes,
+                                             "runs": [str(r.directory(".")) for r in runs]})
     counts = {"ran": 0, "skipped": 0, "failed": []}
     t0 = time.perf_counter()
     with tqdm(total=len(runs), desc=f"suite {suite.name}", unit="run", dynamic_ncols=True) as bar:

@@ -54,22 +54,24 @@ def accuracy(frame: pd.DataFrame) -> pd.DataFrame:
                  test_at_best_val=("test", mean_std)).reset_index()
 
 
-def speedup(frame: pd.DataFrame, column: str) -> pd.Series:
-    """exact's mean (over seeds) ``column`` at the same dataset and M / the method's."""
-    mean = frame.groupby(["dataset", "method", "workers"], sort=False)[column].mean()
-    exact = {(d, w): t for (d, m, w), t in mean.items() if m == "exact"}
-    return pd.Series({k: exact[(k[0], k[2])] / t if (k[0], k[2]) in exact else float("nan")
-                      for k, t in mean.items()}, dtype=float)
+def speedup(table: pd.DataFrame, column: str) -> list:
+    """exact's ``column`` at the same dataset and M / the method's (one value per table row)."""
+    exact = {(d, w): t for d, m, w, t in zip(table.dataset, table.method, table.workers, table[column])
+             if m == "exact"}
+    return [exact[(d, w)] / t if (d, w) in exact and t > 0 else float("nan")
+            for d, w, t in zip(table.dataset, table.workers, table[column])]
 
 
 def epoch_time(frame: pd.DataFrame, net: Network | None = None) -> pd.DataFrame:
+    """Mean (over seeds) of each run's mean epoch time, in ms, and the speedup over exact."""
     g = frame.groupby(["dataset", "method", "workers"], sort=False)
-    out = pd.DataFrame({"seeds": g.size(), "epoch_ms": g["epoch_time"].mean() * 1e3,
-                        "speedup_vs_exact": speedup(frame, "epoch_time")})
+    out = g.agg(seeds=("epoch_time", "size"), epoch_ms=("epoch_time", "mean")).reset_index()
+    out["epoch_ms"] *= 1e3
+    out["speedup_vs_exact"] = speedup(out, "epoch_ms")
     if net is not None:
-        out[f"{net.column} epoch_ms"] = g["modeled_epoch_time"].mean() * 1e3
-        out[f"{net.column} speedup_vs_exact"] = speedup(frame, "modeled_epoch_time")
-    return out.reset_index()
+        out[f"{net.column} epoch_ms"] = g["modeled_epoch_time"].mean().to_numpy() * 1e3
+        out[f"{net.column} speedup_vs_exact"] = speedup(out, f"{net.column} epoch_ms")
+    return out
 
 
 def time_to_target(metrics: pd.DataFrame, target: float, net: Network | None = None) -> dict | None:

@@ -1,0 +1,47 @@
+#!/usr/bin/env bash
+# Reproduce every table and plot:
+#
+#   ./run_all.sh --quick   the embedded synthetic graph through every method at 1, 2, 4 workers
+#                          (experiments/configs/quick.yaml; minutes on a laptop)
+#   ./run_all.sh           the full suite (experiments/configs/full.yaml): every dataset found in the
+#                          data root, missing ones skipped with the reason printed (hours on 2 cores)
+#
+# Layout (quick never overwrites the committed full results):
+#   full:  runs in results/runs/<dataset>/<label>_w<M>_s<seed>/, tables in results/ (tables.md and
+#          one CSV per table), plots in plots/
+#   quick: the same under results/quick/ and plots/quick/
+#
+# Each run is `python -m digest train ...` (its exact command is in its summary.json and in
+# runs.csv); a run already complete with the same config hash is skipped, so an interrupted
+# run_all.sh resumes where it stopped and a second call does no training and rewrites the tables.
+# NETWORK=BANDWIDTH,LATENCY (default 10gbit,5us) sets the modeled-cluster columns (labelled modeled).
+set -uo pipefail
+cd "$(dirname "$0")"
+suite=full results=results plots=plots
+case "${1:-}" in
+  --quick) suite=quick results=results/quick plots=plots/quick ;;
+  "") ;;
+  -h|--help) sed -n '2,18p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+  *) echo "usage: ./run_all.sh [--quick]" >&2; exit 2 ;;
+esac
+. scripts/env.sh
+set -uo pipefail
+network="${NETWORK:-10gbit,5us}"
+export RUN_ALL_COMMAND="./run_all.sh${1:+ $1}"
+start=$SECONDS
+
+python -m experiments.runner --suite "$suite" --out "$results/runs"
+status=$?
+if [ "$status" -eq 130 ]; then exit 130; fi
+python -m experiments.tables --suite "$suite" --runs "$results/runs" --out "$results" \
+  --network "$network" || status=1
+python -m experiments.plots --suite "$suite" --runs "$results/runs" --out "$plots" \
+  --network "$network" || status=1
+
+echo
+echo "run_all.sh ($suite suite) finished in $((SECONDS - start)) s"
+echo "  runs:   $results/runs/<dataset>/<label>_w<M>_s<seed>/ (metrics.csv, summary.json, log.txt)"
+echo "  tables: $results/tables.md and $results/*.csv"
+echo "  plots:  $plots/*.png"
+[ "$status" -eq 0 ] || echo "some runs or steps failed (see the FAILED lines above); exit status $status"
+exit "$status"

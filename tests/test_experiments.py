@@ -1,0 +1,177 @@
+"""Experiment harness (no training): hand-made metrics.csv / summary.json fixtures fed to the
+tables, the cost model and the plots; resume logic with the subprocess launch mocked."""
+import json
+import math
+
+import pandas as pd
+import pytest
+
+from experiments import costmodel, plots, report, runner, tables
+from experiments.config import config_hash, expand, load_suite, suite_from_dict, to_argv
+from experiments.load import load
+
+NET = costmodel.parse_network("10gbit,5us")
+
+
+def write_run(root, label, workers, seed, epoch_times, vals, method=None, dataset="toy",
+              bytes_w=1000, messages_w=4, tests=None, flags_hash="h"):
+    """A complete run directory as the trainer + runner would leave it."""
+    d = root / dataset / f"{label}_w{workers}_s{seed}"
+    d.mkdir(parents=True)
+    rows, wall, cum = [], 0.0, 0
+    for e, (t, v) in enumerate(zip(epoch_times, vals)):
+        wall, cum = wall + t, cum + bytes_w * workers
+        row = {"epoch": e, "epoch_time": t, "bytes_halo_fwd": bytes_w * workers / 2,
+               "bytes_halo_bwd": bytes_w * workers / 2, "bytes_store": 0, "bytes_params": 0,
+               "bytes_total": bytes_w * workers, "messages": messages_w * workers,
+               "val_acc": v, "test_acc": (tests or vals)[e], "wall_time": wall, "cum_bytes": cum}
+        for r in range(workers):
+            row.update({f"compute_time_w{r}": t / 2, f"bytes_w{r}": bytes_w, f"messages_w{r}": messages_w})
+        rows.append(row)
+    pd.DataFrame(rows).to_csv(d / "metrics.csv", index=False)
+    best = max(range(len(vals)), key=lambda i: (vals[i], -i))
+    summary = {"status": "complete", "best_val": vals[best], "test_at_best_val": (tests or vals)[best],
+               "config": {"method": method or label, "workers": workers, "seed": seed},
+               "machine": {"host": "box", "cpu": "x86_64", "cores": 2, "ram_gib": 8.0, "gpu": "none",
+                           "workers": workers, "cores_shared": f"{workers} workers on 2 cores",
+                           "threads_per_worker": 1},
+               "versions": {"torch": "9.9"}, "git_commit": "abc123",
+               "command": f"python -m digest train --method {method or label} --workers {workers}"}
+    (d / "summary.json").write_text(json.dumps(summary))
+    (d / "run.json").write_text(json.dumps({"label": label, "dataset": dataset, "method": method or label,
+                                            "workers": workers, "seed": seed, "hash": flags_hash}))
+    return d
+
+
+@pytest.fixture
+def runs(tmp_path):
+    root = tmp_path / "runs"
+    write_run(root, "exact", 1, 0, [0.4, 0.4, 0.4], [0.5, 0.9, 1.0], bytes_w=0, messages_w=0)
+    write_run(root, "exact", 2, 0, [0.1, 0.1, 0.1], [0.5, 0.9, 1.0])
+    write_run(root, "exact", 2, 1, [0.1, 0.1, 0.1], [0.5, 0.9, 1.0])
+    write_run(root, "digest", 2, 0, [0.05, 0.05, 0.05], [0.5, 0.99, 0.99])
+    write_run(root, "digest", 2, 1, [0.05, 0.05, 0.05], [0.5, 0.99, 0.9])
+    write_run(root, "partition", 2, 0, [0.02, 0.02, 0.02], [0.5, 0.6, 0.7], tests=[0.5, 0.6, 0.8])
+    write_run(root, "partition", 2, 1, [0.02, 0.02, 0.02], [0.5, 0.6, 0.99], tests=[0.5, 0.6, 1.0])
+    return root
+
+
+def test_per_epoch_speedup_is_exact_time_over_method_time(runs):
+    et = tables.epoch_time(tables.run_frame(load(runs)))
+    row = et[(et.method == "digest") & (et.workers == 2)].iloc[0]
+    assert row.epoch_ms == pytest.approx(50.0) and row.speedup_vs_exact == pytest.approx(2.0)
+    assert et[(et.method == "partition")].speedup_vs_exact.iloc[0] == pytest.approx(5.0)
+    assert et[(et.method == "exact") & (et.workers == 1)].speedup_vs_exact.iloc[0] == 1.0
+
+
+def test_time_to_accuracy_speedup_and_not_reached(runs):
+    tta = tables.time_to_accuracy(load(runs), 0.98)
+    exact = tta[(tta.method == "exact") & (tta.workers == 2)].iloc[0]
+    assert exact.target_val == pytest.approx(0.98) and exact.time_s == pytest.approx(0.3)
+    digest = tta[tta.method == "digest"].iloc[0]  # both seeds reach 0.99 at epoch 1: 0.1 s
+    assert digest.time_s == pytest.approx(0.1) and digest.speedup_vs_exact == pytest.approx(3.0)
+    assert digest.epochs == 2 and digest.MiB == pytest.approx(2 * 2000 / 2**20)
+    part = tta[tta.method == "partition"].iloc[0]  # seed 0 never reaches 0.98: never a number
+    assert part.seeds_reached == "1/2"
+    for col in ("time_s", "speedup_vs_exact", "epochs", "MiB"):
+        assert part[col] == "not reached"
+
+
+def test_mean_std_over_seeds(runs):
+    assert tables.mean_std([0.9, 1.0]) == "95.00 ± 7.07"
+    assert tables.mean_std([0.9]) == "90.00"
+    acc = tables.accuracy(tables.run_frame(load(runs)))
+    part = acc[acc.method == "partition"].iloc[0]  # test at best val: 0.8 and 1.0
+    assert part.seeds == 2 and part.test_mean == pytest.approx(0.9)
+    assert part.test_std == pytest.approx(math.sqrt(0.02)) and part.test_at_best_val == "90.00 ± 14.14"
+
+
+def test_bandwidth_and_latency_parsing():
+    assert costmodel.parse_bandwidth("10gbit") == (1.25e9, "10 Gbit/s")
+    assert costmodel.parse_bandwidth("100mbit")[0] == pytest.approx(12.5e6)
+    assert costmodel.parse_bandwidth("2gbyte") == (2e9, "2 GB/s")
+    assert costmodel.parse_bandwidth("1Gbit/s")[0] == 1.25e8
+    assert costmodel.parse_latency("5us") == (pytest.approx(5e-6), "5 us")
+    assert costmodel.parse_latency("0.1ms")[0] == pytest.approx(1e-4)
+    assert NET.column == "modeled @10 Gbit/s, 5 us"
+    for bad in ("10", "10furlongs,5us", "10gbit", "10gbit,5 parsecs", "-1gbit,5us"):
+        with pytest.raises(ValueError):
+            costmodel.parse_network(bad)
+
+
+def test_cost_model_arithmetic():
+    m = pd.DataFrame({"compute_time_w0": [0.010, 0.030], "bytes_w0": [1.25e6, 0], "messages_w0": [4, 0],
+                      "compute_time_w1": [0.020, 0.001], "bytes_w1": [0, 1.25e7], "messages_w1": [2, 10]})
+    # row 0: w0 = 0.010 + 1.25e6 / 1.25e9 + 4 x 5e-6 = 0.01102; w1 = 0.020 + 0 + 1e-5 = 0.02001
+    # row 1: w0 = 0.030; w1 = 0.001 + 0.01 + 5e-5 = 0.01105
+    assert list(costmodel.modeled_epoch_times(m, NET)) == pytest.approx([0.02001, 0.030])
+
+
+def test_modeled_columns_are_separate_and_labelled(runs):
+    built = tables.build(load(runs), NET)
+    et = built["epoch_time"]
+    assert {"epoch_ms", "modeled @10 Gbit/s, 5 us epoch_ms"} <= set(et.columns)
+    # fixture: compute = t/2, 1000 B at 1.25e9 B/s = 0.8 us, 4 messages = 20 us
+    exact2 = et[(et.method == "exact") & (et.workers == 2)].iloc[0]
+    assert exact2["modeled @10 Gbit/s, 5 us epoch_ms"] == pytest.approx(50.0208)
+    md = report.markdown(load(runs), built, NET, 0.98, "./run_all.sh --quick")
+    assert "modeled @10 Gbit/s, 5 us (not measured)" in md and "not reached" in md
+    assert "box (x86_64), 2 cores, 8.0 GiB RAM, GPU: none" in md and "abc123" in md
+    assert "`./run_all.sh --quick`" in md
+
+
+def test_plots_write_five_pngs(runs, tmp_path):
+    assert plots.main(["--runs", str(runs), "--out", str(tmp_path / "p"), "--network", "10gbit,5us"]) == 0
+    assert len(list((tmp_path / "p").glob("toy_*.png"))) == 5
+
+
+SUITE = {"name": "t", "datasets": ["synthetic"], "workers": [2], "seeds": [0, 1], "epochs": 3,
+         "model": {"hidden": 8}, "methods": [{"label": "exact", "method": "exact"},
+                                             {"label": "varco-fixed-8", "method": "varco",
+                                              "flags": {"comp_schedule": "fixed", "comp_ratio": 8}}]}
+
+
+def test_config_hash_argv_and_suites():
+    a, b = expand(suite_from_dict(SUITE))[2], expand(suite_from_dict({**SUITE, "epochs": 4}))[2]
+    assert a.label == "varco-fixed-8" and a.name == b.name and a.hash != b.hash
+    assert a.hash == config_hash(dict(reversed(list(a.flags.items()))))  # canonical: key order free
+    assert "--comp-ratio 8 --comp-schedule fixed" in " ".join(a.argv("d"))
+    assert to_argv({"batch_norm": False, "x": 1}) == ["--no-batch-norm", "--x", "1"]
+    with pytest.raises(ValueError):
+        suite_from_dict({**SUITE, "model": {"hiden": 8}})
+    for name in ("quick", "full"):
+        assert len(expand(load_suite(name))) > 10
+
+
+def fake_launcher(calls, fail=()):
+    def launch(run, directory):
+        calls.append(run.name)
+        if run.name in fail:
+            (directory / "log.txt").write_text("error: boom\n")
+            return 1
+        write = {"status": "complete", "best_val": 1.0}
+        (directory / "summary.json").write_text(json.dumps(write))
+        return 0
+    return launch
+
+
+def test_resume_skips_complete_same_hash_reruns_otherwise(tmp_path, monkeypatch, capsys):
+    monkeypatch.setattr(runner, "unavailable_datasets", lambda names: {})
+    suite, root, calls = suite_from_dict(SUITE), tmp_path / "runs", []
+    methods = {"exact"}  # varco "not registered": skipped with a note
+    counts = runner.run_suite(suite, root, methods, fake_launcher(calls))
+    assert calls == ["exact_w2_s0", "exact_w2_s1"] and counts["ran"] == 2
+    assert "skipping varco-fixed-8" in capsys.readouterr().out
+    calls.clear()
+    assert runner.run_suite(suite, root, methods, fake_launcher(calls))["skipped"] == 2 and calls == []
+    (root / "synthetic" / "exact_w2_s1" / "summary.json").unlink()  # incomplete: rerun
+    runner.run_suite(suite, root, methods, fake_launcher(calls))
+    assert calls == ["exact_w2_s1"]
+    calls.clear()  # a different config hash (epochs changed): both rerun, old results cleared
+    changed = suite_from_dict({**SUITE, "epochs": 5})
+    counts = runner.run_suite(changed, root, methods, fake_launcher(calls, fail={"exact_w2_s0"}))
+    assert calls == ["exact_w2_s0", "exact_w2_s1"] and counts["failed"] == ["exact_w2_s0"]
+    assert "FAILED synthetic exact_w2_s0: error: boom" in capsys.readouterr().out
+    record = json.loads((root / "synthetic" / "exact_w2_s0" / "run.json").read_text())
+    assert record["status"] == "failed" and record["hash"] == expand(changed)[0].hash
+    assert not (root / "synthetic" / "exact_w2_s0" / "summary.json").exists()
