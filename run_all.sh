@@ -3,6 +3,7 @@
 #
 #   ./run_all.sh --quick   the embedded synthetic graph through every method at 1, 2, 4 workers
 #                          (experiments/configs/quick.yaml; minutes on a laptop)
+#   ./run_all.sh --suite repro   the committed reproduction (synthetic, CS, Physics; results/, plots/)
 #   ./run_all.sh           the full suite (experiments/configs/full.yaml): every dataset found in the
 #                          data root, missing ones skipped with the reason printed (hours on 2 cores)
 #
@@ -20,14 +21,15 @@ cd "$(dirname "$0")"
 suite=full results=results plots=plots
 case "${1:-}" in
   --quick) suite=quick results=results/quick plots=plots/quick ;;
+  --suite) suite="${2:?--suite needs a name from experiments/configs}" ;;
   "") ;;
-  -h|--help) sed -n '2,18p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
-  *) echo "usage: ./run_all.sh [--quick]" >&2; exit 2 ;;
+  -h|--help) sed -n '2,17p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+  *) echo "usage: ./run_all.sh [--quick | --suite NAME]" >&2; exit 2 ;;
 esac
 . scripts/env.sh
 set -uo pipefail
 network="${NETWORK:-10gbit,5us}"
-export RUN_ALL_COMMAND="./run_all.sh${1:+ $1}"
+export RUN_ALL_COMMAND="./run_all.sh${*:+ $*}"
 start=$SECONDS
 
 python -m experiments.runner --suite "$suite" --out "$results/runs"

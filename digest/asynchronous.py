@@ -26,6 +26,11 @@ Staleness actually seen, per worker and step (metric columns):
   count when it computed the rows), mean / max over the owners this worker has halo rows from.
   Same definition as synchronous DIGEST's ``staleness_repr`` when everyone runs in lockstep.
 
+Stopping rule: every worker runs ``epochs`` of its OWN steps (so M x epochs server updates in
+all). The fast workers therefore finish first and the straggler's last steps update the model
+alone; with METIS partitions (class-skewed) that tail can pull the final parameters towards the
+straggler's partition, which is why the summary's best-validation snapshot matters here.
+
 A straggler (``--slow-workers RANK:FACTOR``) sleeps (FACTOR - 1) x its measured compute time
 after every step, so it is FACTOR times slower.
 
@@ -317,10 +322,13 @@ class AsyncTrainer(Trainer):
 
     def fit(self, out_dir: Path, summary_extra: dict) -> dict | None:
         global _SERVER
-        cfg, rank, M = self.cfg, self.rt.rank, self.rt.world_size
+        cfg, rank, M, out_dir = self.cfg, self.rt.rank, self.rt.world_size, Path(out_dir)
         if cfg.resume or cfg.checkpoint_every:
             raise ValueError("digest-async cannot checkpoint or resume (the server's state is "
                              "not saved); drop --resume / --checkpoint-every")
+        if rank == 0:  # a result already there is not this run's: retract it (summary first)
+            for name in ("summary.json", "metrics.csv"):
+                (out_dir / name).unlink(missing_ok=True)
         straggle = Straggler(parse_slow_workers(cfg.slow_workers, M).get(rank, 1.0))
         snap_epochs = snapshot_epochs(cfg.epochs, cfg.eval_every)
         if rank == 0:
@@ -333,6 +341,7 @@ class AsyncTrainer(Trainer):
             if rank == 0:
                 _SERVER.start_clock()
             t_start = time.perf_counter()
+            tqdm.set_lock(threading.RLock())  # one bar, one process: no multiprocessing semaphore
             bar = tqdm(range(cfg.epochs), desc=f"{cfg.method} x{M} (rank 0)",
                        disable=rank != 0 or not cfg.progress, leave=False, dynamic_ncols=True)
             for epoch in bar:

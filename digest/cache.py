@@ -259,13 +259,13 @@ def prepare_partition(spec: str, parts: int, method: str = "metis", seed: int = 
         reason = validate(directory, key, graph)
         if reason is None:
             return directory
+        if graph is None:  # first: a dataset that cannot be read is ONE error line, no notice
+            from .data import load_dataset
+            graph = load_dataset(spec, root, seed=seed, sparse=sparse)
         if existed:
             print(f"rebuilding partition cache: {reason}", file=sys.stderr)
         else:
             print(f"building partition cache: {directory}", file=sys.stderr)
-        if graph is None:
-            from .data import load_dataset
-            graph = load_dataset(spec, root, seed=seed, sparse=sparse)
         book = partition(graph, parts, method, seed)
         key_fields = {"key": key, "dataset": spec, "options": opts, "parts": parts,
                       "method": method, "partition_seed": seed, "dataset_seed": seed,

@@ -1,19 +1,49 @@
 """Checkpoint and resume: one file per rank (model, optimiser, halo-policy state such as the
-representation store or a learned compressor, RNG state, epoch, metrics so far), written
-atomically so a kill mid-write leaves the previous checkpoint intact."""
+representation store or a learned compressor, RNG states, epoch, metrics so far), written
+atomically into ``checkpoint/epoch<N>/``; once every rank's file is there, rank 0 commits the set
+by rewriting ``checkpoint/config.json`` (settings, world size, epoch N) and removes older sets. A
+kill at any moment therefore leaves the previous complete set usable."""
 from __future__ import annotations
 
+import json
 import os
+import random
+import shutil
 import tempfile
 from pathlib import Path
 
+import numpy as np
 import torch
 
 from . import comm
 
+CONFIG = "config.json"  # the run's settings, next to the rank files, readable without torch
+# Settings a resumed run may change: where and how it runs, how long, how often it reports.
+# Every other setting (dataset, method, model, hyperparameters, seed...) must stay the same; the
+# world size is checked on its own (``--workers`` is ignored under torchrun).
+RUNNING = frozenset({"epochs", "out", "resume", "timeout", "checkpoint_every", "device",
+                     "progress", "data_root", "eval_every", "workers"})
 
-def _path(out_dir: Path, rank: int) -> Path:
-    return Path(out_dir) / "checkpoint" / f"rank{rank}.pt"
+
+def _path(out_dir: Path, rank: int, epoch: int) -> Path:
+    return Path(out_dir) / "checkpoint" / f"epoch{epoch}" / f"rank{rank}.pt"
+
+
+def read_config(out_dir) -> dict:
+    """The settings a checkpointed run was started with (plus ``world_size``)."""
+    path = Path(out_dir) / "checkpoint" / CONFIG
+    if not path.exists():
+        raise FileNotFoundError(f"no checkpoint to resume from: {path} is missing")
+    try:
+        return json.loads(path.read_text())
+    except ValueError as e:
+        raise ValueError(f"checkpoint {path} is unreadable ({e})") from None
+
+
+def differences(saved: dict, cfg: dict, names=None) -> list[str]:
+    """``--flag saved -> now`` for every key setting (not in RUNNING) that differs."""
+    names = [n for n in (names if names is not None else cfg) if n not in RUNNING and n in saved]
+    return [f"--{n.replace('_', '-')} {saved[n]} -> {cfg[n]}" for n in names if saved[n] != cfg[n]]
 
 
 def save(out_dir: Path, trainer, epoch: int) -> None:
@@ -23,9 +53,11 @@ def save(out_dir: Path, trainer, epoch: int) -> None:
         "epoch": epoch, "world_size": trainer.rt.world_size,
         "model": trainer.model.state_dict(), "opt": trainer.opt.state_dict(),
         "policy": trainer.policy.state_dict(), "rng": torch.get_rng_state(),
+        "rng_cuda": torch.cuda.get_rng_state_all() if torch.cuda.is_available() else None,
+        "rng_numpy": np.random.get_state(), "rng_python": random.getstate(),
         "rows": trainer.rows, "config": vars(trainer.cfg),
     }
-    path = _path(out_dir, rank)
+    path = _path(out_dir, rank, epoch)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, suffix=".tmp")
     with os.fdopen(fd, "wb") as f:
@@ -33,12 +65,20 @@ def save(out_dir: Path, trainer, epoch: int) -> None:
         f.flush()
         os.fsync(f.fileno())
     os.replace(tmp, path)
-    comm.barrier()  # every rank's file is in place before anyone moves on
+    comm.barrier()  # every rank's file is in place before the set is committed
+    if rank == 0:  # commit: config.json names the newest complete set; then drop the others
+        from .metrics import write_json
+        top = path.parent.parent
+        write_json(top / CONFIG, {**vars(trainer.cfg), "world_size": trainer.rt.world_size,
+                                  "epoch": epoch})
+        for old in top.iterdir():
+            if old.is_dir() and old.name != path.parent.name:
+                shutil.rmtree(old, ignore_errors=True)
 
 
 def load(out_dir: Path, trainer) -> tuple[int, list[dict]]:
     """Restore ``trainer`` in place; returns (epochs completed, metric rows so far)."""
-    path = _path(out_dir, trainer.rt.rank)
+    path = _path(out_dir, trainer.rt.rank, read_config(out_dir)["epoch"])
     if not path.exists():
         raise FileNotFoundError(f"no checkpoint to resume from: {path} is missing")
     try:
@@ -48,8 +88,16 @@ def load(out_dir: Path, trainer) -> tuple[int, list[dict]]:
     if state["world_size"] != trainer.rt.world_size:
         raise ValueError(f"checkpoint was written by {state['world_size']} workers, "
                          f"this run has {trainer.rt.world_size}")
+    changed = differences(state["config"], vars(trainer.cfg))
+    if changed:
+        raise ValueError(f"checkpoint {path} was written with other settings: {', '.join(changed)}")
     trainer.model.load_state_dict(state["model"])
     trainer.opt.load_state_dict(state["opt"])
     trainer.policy.load_state_dict(state["policy"])
-    torch.set_rng_state(state["rng"])
+    torch.set_rng_state(state["rng"].cpu())
+    if state.get("rng_cuda") is not None and torch.cuda.is_available():
+        torch.cuda.set_rng_state_all([s.cpu() for s in state["rng_cuda"]])
+    if state.get("rng_numpy") is not None:
+        np.random.set_state(state["rng_numpy"])
+        random.setstate(state["rng_python"])
     return state["epoch"], state["rows"]

@@ -24,14 +24,19 @@ class UsageError(ValueError):
     """A bad flag or value: exit status 2."""
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse, but a bad flag or value gives ONE line (not the whole usage), exit status 2."""
+
+    def error(self, message):
+        self.exit(USAGE, f"error: {message} (see `{self.prog} --help`)\n")
+
+
 def _import_methods():
     """Register every method: digest's own, then the baselines (the only import of baselines/)."""
     from . import methods
     import baselines  # noqa: F401  (registers partition, varco on import)
-    try:
-        from . import asynchronous  # noqa: F401  (DIGEST-A, rpc based)
-    except ImportError:
-        pass
+
+    from . import asynchronous  # noqa: F401  (DIGEST-A, rpc based)
     return methods
 
 
@@ -56,6 +61,7 @@ def cmd_datasets(args) -> int:
 
 def cmd_partition(args) -> int:
     from .cache import load_manifest, prepare_partition
+    _check_dataset(args.dataset, args.parts)
     t0 = time.perf_counter()
     directory = prepare_partition(args.dataset, args.parts, args.partitioner, args.seed,
                                   args.data_root, args.sparse)
@@ -82,7 +88,7 @@ def worker(cfg_dict: dict, part_dir: str | None, out_dir: str) -> dict | None:
     """Body of every worker process (spawned by the launcher or started by torchrun)."""
     import torch
 
-    from . import cache, comm, metrics
+    from . import cache, comm, metrics, perf
     from .trainer import Trainer
 
     methods = _import_methods()
@@ -90,6 +96,7 @@ def worker(cfg_dict: dict, part_dir: str | None, out_dir: str) -> dict | None:
     rt = comm.setup(cfg.timeout, cfg.device)
     threads = max(1, metrics.available_cores() // rt.local_world_size)
     torch.set_num_threads(threads)  # workers share the node's cores instead of oversubscribing
+    perf.tune_allocator()  # large tensors reuse heap memory instead of fresh mmaps (perf.py)
     try:
         if part_dir is None:  # torchrun: every rank asks; the cache lock lets one build it
             part_dir = str(cache.prepare_partition(cfg.dataset, rt.world_size, cfg.partitioner,
@@ -108,6 +115,56 @@ def worker(cfg_dict: dict, part_dir: str | None, out_dir: str) -> dict | None:
         comm.teardown()
 
 
+def _check_dataset(spec: str, parts: int | None = None, flag: str = "--parts") -> None:
+    """A dataset name or option the registry rejects, or more parts than nodes, is a usage error
+    (2); a dataset this machine cannot hold is refused with the memory estimate (1), before
+    anything is generated or read."""
+    from .data import SIZES, DatasetError, check_memory, parse_spec
+    try:
+        info, opts = parse_spec(spec)
+    except DatasetError as e:
+        raise UsageError(str(e)) from None
+    nodes = opts.get("nodes", 3000) if info.kind == "synthetic" else SIZES[info.name][0]
+    if parts is not None and not 1 <= parts <= nodes:
+        raise UsageError(f"{flag} must be between 1 and the number of nodes ({nodes}), got {parts}")
+    check_memory(spec)
+
+
+def _given(argv) -> set[str]:
+    """The TrainConfig fields set explicitly on the ``train`` command line."""
+    if argv is None:
+        return {f.name for f in dataclasses.fields(TrainConfig)}  # unknown: treat all as given
+    p = argparse.ArgumentParser(add_help=False)
+    config_mod.add_arguments(p, TrainConfig)
+    unset = object()  # argparse fills in a default only where the namespace has no value yet
+    ns = argparse.Namespace(**{f.name: unset for f in dataclasses.fields(TrainConfig)})
+    rest = list(argv)[list(argv).index("train") + 1:] if "train" in argv else list(argv)
+    return {k for k, v in vars(p.parse_known_args(rest, ns)[0]).items() if v is not unset}
+
+
+def _resume_config(cfg: TrainConfig, argv, world: int | None) -> TrainConfig:
+    """``--resume DIR`` continues the run saved there with ITS settings: a flag left out is
+    taken from the checkpoint; a key setting given with another value is refused (one line)."""
+    from . import checkpoint
+    saved = checkpoint.read_config(cfg.resume)
+    given = _given(argv)
+    now = dataclasses.asdict(cfg)
+    changed = checkpoint.differences(saved, now, sorted(given))
+    saved_world = saved.get("world_size")
+    if world is None and "workers" in given and cfg.workers != saved_world:
+        changed.append(f"--workers {saved_world} -> {cfg.workers}")
+    if world is not None and world != saved_world:
+        changed.append(f"world size {saved_world} -> {world}")
+    if changed:
+        raise UsageError(f"--resume {cfg.resume}: the run was started with other settings "
+                         f"({', '.join(changed)}); leave those flags out to continue it")
+    keep = {"out", "resume"} | given
+    inherited = {k: v for k, v in saved.items() if k in now and k not in keep}
+    if world is None and "workers" not in given:
+        inherited["workers"] = saved_world
+    return dataclasses.replace(cfg, **inherited)
+
+
 def cmd_train(args) -> int:
     from .launch import launch, under_torchrun
 
@@ -116,11 +173,14 @@ def cmd_train(args) -> int:
         config_mod.validate(cfg)
     except ValueError as e:
         raise UsageError(str(e)) from None
+    world = int(os.environ["WORLD_SIZE"]) if under_torchrun() else None
+    if cfg.resume:
+        cfg = _resume_config(cfg, getattr(args, "argv", None), world)
+    _check_dataset(cfg.dataset, world or cfg.workers, "--workers")  # before the slow imports
     methods = _import_methods()
     if cfg.method not in methods.METHODS:
         raise UsageError(f"unknown method {cfg.method!r}; choose from {', '.join(sorted(methods.METHODS))}")
     if under_torchrun():
-        world = int(os.environ["WORLD_SIZE"])
         out_dir = cfg.resume or cfg.run_dir(world)
         summary = worker(dataclasses.asdict(cfg), None, out_dir)
     else:
@@ -140,7 +200,7 @@ def cmd_train(args) -> int:
 
 
 def parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="python -m digest", description=__doc__,
+    p = _Parser(prog="python -m digest", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = p.add_subparsers(dest="command", required=True)
     d = sub.add_parser("datasets", help="list datasets, whether they are available, where files go")
@@ -163,6 +223,7 @@ def parser() -> argparse.ArgumentParser:
 
 def main(argv=None) -> int:
     args = parser().parse_args(argv)  # argparse itself exits 2 with one usage line on bad flags
+    args.argv = list(sys.argv[1:] if argv is None else argv)  # which flags were given (--resume)
     try:
         return args.func(args)
     except KeyboardInterrupt:
@@ -170,6 +231,9 @@ def main(argv=None) -> int:
         return 130
     except Exception as e:  # one line for the user, never a raw traceback
         from .launch import WorkerFailed
+        if isinstance(e, UsageError):  # before _errors(), which imports torch
+            print(f"error: {e}", file=sys.stderr)
+            return USAGE
         if isinstance(e, WorkerFailed):
             print(f"error: {e}", file=sys.stderr)
             return FAILURE

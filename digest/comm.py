@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import datetime
 import os
+import signal
+import sys
 import time
 from collections import defaultdict
 from dataclasses import dataclass
@@ -71,11 +73,27 @@ def setup(timeout_s: float = 300.0, device: str = "auto") -> Runtime:
     timeout = datetime.timedelta(seconds=timeout_s)  # a dead peer becomes an error, not a hang
     if not dist.is_initialized():
         if "MASTER_ADDR" in os.environ:
+            _die_with_parent()
             dist.init_process_group(backend, rank=rank, world_size=world, timeout=timeout)
         else:
             dist.init_process_group(backend, store=dist.HashStore(), rank=0, world_size=1,
                                     timeout=timeout)
     return Runtime(rank, world, local_rank, local_world, dev, backend)
+
+
+def _die_with_parent() -> None:
+    """Linux: SIGKILL this worker when its launcher (our launcher or torchrun's agent) dies, even
+    by SIGKILL, so that a killed launcher never leaves orphan workers behind."""
+    if not sys.platform.startswith("linux"):
+        return
+    try:
+        import ctypes
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):  # pragma: no cover - not glibc
+        return
+    if os.getppid() == 1:  # the parent died before prctl took effect
+        os.kill(os.getpid(), signal.SIGKILL)
 
 
 def teardown():
@@ -92,12 +110,12 @@ def world_size() -> int:
 
 
 def all_to_all_rows(send: Tensor, send_counts: list[int], recv_counts: list[int],
-                    category: str) -> Tensor:
+                    category: str, out: Tensor | None = None) -> Tensor:
     """ONE all-to-all of row blocks: ``send`` holds the rows for peer 0, then peer 1, ...;
     the result holds the rows from peer 0, then peer 1, ... Shapes ``[sum(send_counts), F]`` ->
-    ``[sum(recv_counts), F]``."""
+    ``[sum(recv_counts), F]``. ``out`` (contiguous, that shape): receive into it, no new buffer."""
     tail = tuple(send.shape[1:])
-    recv = send.new_empty((sum(recv_counts), *tail))
+    recv = send.new_empty((sum(recv_counts), *tail)) if out is None else out
     if world_size() == 1:
         return recv.copy_(send) if send.numel() else recv
     t0 = time.perf_counter()
@@ -196,9 +214,20 @@ def rpc_shutdown(graceful: bool = True, timeout_s: float = 300.0) -> None:
     global _rpc_store
     from torch.distributed import rpc
     try:
-        rpc.shutdown(graceful=graceful, timeout=timeout_s) if graceful else rpc.shutdown(graceful=False)
+        if graceful:
+            rpc.shutdown(graceful=True, timeout=timeout_s)
+        else:
+            try:
+                rpc.shutdown(graceful=False)
+            except Exception:  # noqa: BLE001 - cleaning up after an error: report that one
+                pass
     finally:
         _rpc_store = None
+
+
+# how TensorPipe words a lost or silent peer (a remote exception keeps its own message)
+_RPC_LOST = ("eof", "pipe closed", "connection", "Connection", "timeout", "timed out", "shut down",
+             "shutdown", "tensorpipe")
 
 
 def _tensor_bytes(obj) -> int:
@@ -219,8 +248,13 @@ def rpc_sync(dst: int, fn, args: tuple = (), category: str | None = None,
         return fn(*args)
     from torch.distributed import rpc
     t0 = time.perf_counter()
-    out = rpc.rpc_sync(rpc_name(dst), fn, args=args,
-                       timeout=-1.0 if timeout_s is None else timeout_s)
+    try:
+        out = rpc.rpc_sync(rpc_name(dst), fn, args=args,
+                           timeout=-1.0 if timeout_s is None else timeout_s)
+    except RuntimeError as e:  # the transport's errors: the peer is gone or not answering
+        if isinstance(e, dist.DistError) or not any(s in str(e) for s in _RPC_LOST):
+            raise  # an exception of fn itself, re-raised here by rpc
+        raise dist.DistNetworkError(f"rpc to {rpc_name(dst)} failed, the peer is lost: {e}") from e
     if category is not None:
         traffic.seconds += time.perf_counter() - t0
         traffic.bytes[category] += _tensor_bytes(args) + _tensor_bytes(out)

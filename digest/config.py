@@ -95,6 +95,9 @@ def validate(cfg: TrainConfig) -> None:
         (cfg.comp_ratio >= 1, "--comp-ratio must be >= 1"),
         (cfg.timeout > 0, "--timeout must be > 0"),
         (cfg.checkpoint_every >= 0, "--checkpoint-every must be >= 0"),
+        (not (cfg.method.startswith("digest") and cfg.compressor == "learned"),
+         "--compressor learned cannot train under DIGEST (store rows are constants, no gradient "
+         "reaches the codec); use slice or random"),
     ]
     for ok, message in checks:
         if not ok:

@@ -92,6 +92,46 @@ SYNTHETIC_KEYS = {
     'degree_exp': (float, lambda v: v > 1, 'a number > 1')}
 
 
+# (nodes, directed edges after symmetrisation, features) of the registered datasets: enough to
+# estimate the memory a load needs BEFORE trying it (see ``check_memory``).
+SIZES = {'Cora': (2708, 10556, 1433), 'CiteSeer': (3327, 9104, 3703),
+         'Photo': (7650, 238162, 745), 'Computers': (13752, 491722, 767),
+         'CS': (18333, 163788, 6805), 'Physics': (34493, 495924, 8415),
+         'Flickr': (89250, 899756, 500), 'Reddit': (232965, 114615892, 602),
+         'ogbn-arxiv': (169343, 2315598, 128), 'ogbn-products': (2449029, 123718280, 100),
+         'ogbn-papers100M': (111059956, 3231371744, 128)}
+
+
+def memory_estimate(spec: str) -> int:
+    """Bytes a load of ``spec`` needs at its peak, roughly: dense float32 features, labels and
+    masks, plus 16 bytes per directed edge (two int64 ids) times 3 for the copies made while the
+    edges are symmetrised, deduplicated and partitioned. Raises DatasetError on a bad spec."""
+    info, opts = parse_spec(spec)
+    if info.kind == 'synthetic':
+        nodes = opts.get('nodes', 3000)
+        edges, feats = nodes * opts.get('avg_degree', 10.0), opts.get('features', 64)
+    else:
+        nodes, edges, feats = SIZES[info.name]
+    return int(nodes * (feats * 4 + 8 + 3) + edges * 16 * 3)
+
+
+def _human(n: float) -> str:
+    for unit in ('B', 'KiB', 'MiB', 'GiB', 'TiB', 'PiB'):
+        if n < 1024 or unit == 'PiB':
+            return f'{n:.1f} {unit}' if n < 10 else f'{n:.0f} {unit}'
+        n /= 1024
+
+
+def check_memory(spec: str) -> None:
+    """Refuse (DatasetError, one line with the estimate) a dataset this machine cannot hold, before
+    generating or loading anything."""
+    import psutil
+    need, have = memory_estimate(spec), psutil.virtual_memory().available
+    if need > have:
+        raise DatasetError(f'{str(spec).strip()} needs about {_human(need)} of memory, this machine '
+                           f'has {_human(have)} available')
+
+
 def data_root(root: str | os.PathLike | None = None) -> Path:
     """The writable data root: ``root``, else ``$DIGEST_DATA``, else ``./data``."""
     return Path(root or os.environ.get('DIGEST_DATA') or 'data').expanduser()
@@ -281,6 +321,7 @@ def load_dataset(spec: str, root: str | os.PathLike | None = None, seed: int = 0
     if sparse not in ('auto', 'always', 'never'):
         raise DatasetError(f"sparse must be 'auto', 'always' or 'never', got {sparse!r}")
     info, opts = parse_spec(spec)
+    check_memory(spec)
     if info.kind == 'synthetic':
         g = make_synthetic(**{'seed': int(seed), **opts}, name=str(spec).strip())
         x, meta = g.x, g.meta

@@ -65,6 +65,40 @@ def exchange(h_inner: Tensor, plan: HaloPlan, fwd: str = "halo_fwd", bwd: str = 
     return HaloExchange.apply(h_inner, plan, fwd, bwd)
 
 
+class HaloCat(torch.autograd.Function):
+    """``torch.cat([h_inner, exchange(h_inner)])`` in one buffer: the all-to-all receives straight
+    into the rows after the inner block. Backward: the inner rows' gradient plus, summed into the
+    boundary rows, the halo gradients sent back by their holders (one all-to-all)."""
+
+    @staticmethod
+    def forward(ctx, h_inner: Tensor, plan: HaloPlan, fwd: str = "halo_fwd",
+                bwd: str = "halo_bwd") -> Tensor:
+        ctx.plan, ctx.bwd = plan, bwd
+        n = h_inner.size(0)
+        out = h_inner.new_empty((n + sum(plan.recv_counts), *h_inner.shape[1:]))
+        out[:n] = h_inner
+        send = h_inner.index_select(0, plan.send_flat)
+        comm.all_to_all_rows(send, plan.send_counts, plan.recv_counts, fwd, out=out[n:])
+        return out
+
+    @staticmethod
+    def backward(ctx, grad: Tensor):
+        plan = ctx.plan
+        n = plan.n_inner
+        grad_send = comm.all_to_all_rows(grad[n:].contiguous(), plan.recv_counts,
+                                         plan.send_counts, ctx.bwd)
+        return grad[:n].index_add(0, plan.send_flat, grad_send), None, None, None
+
+
+def with_halo(h_inner: Tensor, plan: HaloPlan, fwd: str = "halo_fwd",
+              bwd: str = "halo_bwd") -> Tensor:
+    """Inner rows, then their exact halo rows (gradients flow back to the owners).
+    Shapes ``[n_inner, F] -> [n_inner + n_halo, F]``. One process alone has no halo: no copy."""
+    if comm.world_size() == 1 and not sum(plan.recv_counts):
+        return h_inner
+    return HaloCat.apply(h_inner, plan, fwd, bwd)
+
+
 class HaloPolicy:
     """Base class. ``induced`` selects the local graph: False = inner + halo rows with global-degree
     normalisation; True = the induced subgraph of the inner rows (partition-based)."""
@@ -105,7 +139,7 @@ class ExactHalo(HaloPolicy):
         self.fwd = fwd
 
     def halo(self, layer, h_inner):
-        return torch.cat([h_inner, exchange(h_inner, self.plan, self.fwd)])
+        return with_halo(h_inner, self.plan, self.fwd)
 
 
 class NoHalo(HaloPolicy):

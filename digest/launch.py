@@ -8,12 +8,74 @@ from __future__ import annotations
 
 import logging
 import os
+import signal
 import socket
+import sys
+import time
+import traceback
 import uuid
+
+# Exit status of a worker whose collective failed because a PEER was lost (connection reset,
+# collective timeout): a consequence, not the cause, so the launcher blames the other rank.
+PEER_LOST = 75
+# A worker that lost a peer waits this long before exiting, so that the agent (polling every
+# monitor_interval) sees the rank that died first and names it, not one of its survivors.
+GRACE_S = 2.0
+_QUIET = ("torch.distributed.elastic", "torch.distributed.launcher", "torch.multiprocessing",
+          "torchelastic")
 
 
 class WorkerFailed(RuntimeError):
     """One or more workers exited non-zero; the message names the ranks."""
+
+
+def _peer_lost(e: BaseException) -> bool:
+    """Is ``e`` a collective that failed because another process went away or stopped answering
+    (rather than an error of this worker's own)?"""
+    import torch.distributed as dist
+    if isinstance(e, (getattr(dist, "DistNetworkError", ()), getattr(dist, "DistStoreError", ()))):
+        return True
+    text = str(e)
+    return isinstance(e, RuntimeError) and any(s in text for s in (
+        "gloo/transport", "Connection reset", "Connection closed", "Broken pipe", "Timed out",
+        "timed out", "remote process exited", "communicator was aborted"))
+
+
+def _guarded(fn, args: tuple):
+    """Worker-side wrapper (every launched process runs ``fn(*args)`` through it): a worker's
+    own exception prints its traceback ONCE (here) and exits 1; a collective broken by a lost
+    peer exits PEER_LOST quietly after GRACE_S, so the launcher's single line names the rank
+    that really failed."""
+    try:
+        return fn(*args)
+    except Exception as e:  # noqa: BLE001 - classified and reported below
+        rank = os.environ.get("RANK", "?")
+        if _peer_lost(e):
+            if os.environ.get("DIGEST_DEBUG"):
+                traceback.print_exc()
+            time.sleep(GRACE_S)
+            raise SystemExit(PEER_LOST) from None
+        print(f"worker rank {rank} failed:\n{traceback.format_exc()}", end="", file=sys.stderr,
+              flush=True)
+        raise SystemExit(1) from None
+
+
+def _describe(rank: int, failure) -> str:
+    if failure.exitcode < 0:
+        return f"rank {rank} (killed by signal {failure.signal_name()})"
+    if failure.exitcode == PEER_LOST:
+        return f"rank {rank} (a collective failed: a peer stopped answering)"
+    if failure.exitcode == 1:
+        return f"rank {rank} (exit code 1, traceback above)"
+    return f"rank {rank} (exit code {failure.exitcode})"
+
+
+def quiet_torch_logs() -> None:
+    """torch.distributed.elastic and torch.multiprocessing log every failure as a big error table
+    (plus warnings on each SIGTERM); we report a failure ourselves, once."""
+    names = [*_QUIET, *(n for n in list(logging.root.manager.loggerDict) if n.startswith(_QUIET))]
+    for name in names:
+        logging.getLogger(name).setLevel(logging.CRITICAL + 1)
 
 
 def under_torchrun() -> bool:
@@ -38,23 +100,25 @@ def launch_all(fn, args: tuple, nprocs: int, monitor_interval: float = 0.5) -> d
     When any worker dies (signal, exception, exit code) the agent stops the others and we raise
     ``WorkerFailed`` naming the lost ranks.
     """
+    from torch.distributed.elastic.multiprocessing.api import SignalException
     from torch.distributed.elastic.multiprocessing.errors import ChildFailedError
     from torch.distributed.launcher.api import LaunchConfig, elastic_launch
 
-    for name in ("torch.distributed.elastic", "torch.distributed.launcher"):
-        logging.getLogger(name).setLevel(logging.ERROR)  # we report failures ourselves, once
+    quiet_torch_logs()
     config = LaunchConfig(
         min_nodes=1, max_nodes=1, nproc_per_node=nprocs, run_id=uuid.uuid4().hex,
         rdzv_backend="c10d", rdzv_endpoint=f"127.0.0.1:{free_port()}", max_restarts=0,
         monitor_interval=monitor_interval, start_method="spawn",
     )
+    lost = None
     try:
-        results = elastic_launch(config, fn)(*args)
+        results = elastic_launch(config, _guarded)(fn, args)
     except ChildFailedError as e:
-        lost = []
-        for rank, failure in sorted(e.failures.items()):
-            how = (f"killed by signal {failure.signal_name()}" if failure.exitcode < 0
-                   else f"exit code {failure.exitcode}")
-            lost.append(f"rank {rank} ({how})")
-        raise WorkerFailed("lost worker " + ", ".join(lost)) from None
+        lost = "lost worker " + ", ".join(_describe(r, f) for r, f in sorted(e.failures.items()))
+    except SignalException as e:  # the launcher itself got a signal: workers are stopped
+        if e.sigval == signal.SIGINT:
+            raise KeyboardInterrupt from None  # Ctrl-C: "interrupted", status 130
+        lost = f"interrupted by {e.sigval.name}; workers stopped"
+    if lost is not None:  # raised outside the except: no chained torch traceback to keep alive
+        raise WorkerFailed(lost)
     return results

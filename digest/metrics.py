@@ -15,8 +15,9 @@ from pathlib import Path
 import torch
 
 
-def atomic_write(path: str | os.PathLike, text: str) -> None:
-    """Write via a temp file in the same folder + fsync + rename (atomic on POSIX)."""
+def atomic_write(path: str | os.PathLike, text: str, fsync: bool = True) -> None:
+    """Write via a temp file in the same folder + fsync + rename (atomic on POSIX).
+    ``fsync=False``: still atomic for readers, not durable across a power cut (progress files)."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
@@ -24,7 +25,8 @@ def atomic_write(path: str | os.PathLike, text: str) -> None:
         with os.fdopen(fd, "w") as f:
             f.write(text)
             f.flush()
-            os.fsync(f.fileno())
+            if fsync:
+                os.fsync(f.fileno())
         os.replace(tmp, path)
     except BaseException:
         if os.path.exists(tmp):
@@ -67,7 +69,7 @@ def machine(world: int, local_world: int, threads: int) -> dict:
     return {"host": platform.node(), "cpu": platform.processor() or platform.machine(),
             "cores": cores, "ram_gib": ram, "gpu": gpu, "workers": world,
             "workers_per_node": local_world, "threads_per_worker": threads,
-            "cores_shared": f"{local_world} workers on {cores} cores"}
+            "cores_shared": f"{local_world} worker{'s' if local_world > 1 else ''} on {cores} cores"}
 
 
 def versions() -> dict:

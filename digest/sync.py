@@ -25,6 +25,8 @@ class GradAllReduce(ParamSync):
     training nodes, so the sum over workers is the full-graph gradient. One flat buffer, one call."""
 
     def after_backward(self, model):
+        if comm.world_size() == 1:  # nothing to add up: skip the flatten / unflatten copies
+            return
         grads = [p.grad if p.grad is not None else torch.zeros_like(p) for p in model.parameters()]
         flat = comm.all_reduce_(_flatten_dense_tensors(grads), "params")
         for p, g in zip(model.parameters(), _unflatten_dense_tensors(flat, grads)):

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 import signal
+import threading
 import time
 from pathlib import Path
 
@@ -19,7 +20,12 @@ from .config import TrainConfig
 from .halo import ExactHalo, HaloPlan
 from .metrics import best_validation, csv_text, atomic_write, peak_memory_mb, write_json
 from .models import MODELS
+from .models.base import SparseFeatures
 from .part import LocalPart
+
+
+PROGRESS = "progress.csv"  # rows so far of a running run (rank 0, atomically replaced)
+PROGRESS_S = 2.0  # at most this often, and at every checkpoint
 
 
 class Trainer:
@@ -31,9 +37,11 @@ class Trainer:
                                cfg.dropout, cfg.batch_norm).to(dev)
         for p in self.model.parameters():
             comm.broadcast_(p.data)
-        x = part.x if (model_cls.sparse_input or not part.x.is_sparse) else part.x.to_dense()
+        x = model_cls.features(part.x)  # sparse inputs stay sparse where the model can use them
         self.x, self.y = x.to(dev), part.y.to(dev)
         self.masks = [m.to(dev) for m in (part.train_mask, part.val_mask, part.test_mask)]
+        self.train_idx = self.masks[0].nonzero().squeeze(1)  # once, not a mask lookup per step
+        self.y_train = self.y.index_select(0, self.train_idx)
         self.plan = HaloPlan.of(part, dev)
         self.policy, self.sync = methods.build(cfg, part, self.plan, self.model)
         self.view = model_cls.view(part, induced=self.policy.induced)
@@ -53,9 +61,9 @@ class Trainer:
         self.policy.before_step(epoch, lambda halo: self.model(self.x_train, self.view, halo))
         self.opt.zero_grad(set_to_none=True)
         out = self.model(self.x_train, self.view, self.policy.halo)
-        train = self.masks[0]
         # sum over workers of these losses == the full-graph mean loss (global training count)
-        loss = F.cross_entropy(out[train], self.y[train], reduction="sum") / self.part.num_train_global
+        loss = F.cross_entropy(out.index_select(0, self.train_idx), self.y_train,
+                               reduction="sum") / self.part.num_train_global
         (loss * self.sync.loss_scale).backward()
         self.sync.after_backward(self.model)
         self.opt.step()
@@ -74,9 +82,14 @@ class Trainer:
         return {f"{s}_acc": float(h) / max(1, t) for s, h, t in zip(("train", "val", "test"), hits, totals)}
 
     def fit(self, out_dir: Path, summary_extra: dict) -> dict | None:
-        cfg, rank = self.cfg, self.rt.rank
+        cfg, rank, out_dir = self.cfg, self.rt.rank, Path(out_dir)
         if cfg.resume:
             self.start_epoch, self.rows = checkpoint.load(Path(cfg.resume), self)
+        if rank == 0:  # a result already there is not this run's: retract it (summary first)
+            for name in ("summary.json", "metrics.csv", PROGRESS):
+                (out_dir / name).unlink(missing_ok=True)
+        tqdm.set_lock(threading.RLock())  # one bar, one process: no multiprocessing semaphore
+        shown = float("-inf")  # when progress.csv was last written
         bar = tqdm(range(self.start_epoch, cfg.epochs), desc=f"{cfg.method} x{self.rt.world_size}",
                    disable=rank != 0 or not cfg.progress, leave=False, dynamic_ncols=True)
         for epoch in bar:
@@ -94,7 +107,12 @@ class Trainer:
             row["cum_bytes"] = row["bytes_total"] + (self.rows[-1]["cum_bytes"] if self.rows else 0)
             self.rows.append(row)
             bar.set_postfix(loss=f"{row['train_loss']:.4f}", val=f"{row.get('val_acc', float('nan')):.3f}")
-            if cfg.checkpoint_every and (epoch + 1) % cfg.checkpoint_every == 0:
+            saving = cfg.checkpoint_every and (epoch + 1) % cfg.checkpoint_every == 0
+            if rank == 0 and (saving or ("val_acc" in row and time.monotonic() - shown > PROGRESS_S)):
+                # progress of an unfinished run, never mistaken for a result (no summary.json)
+                atomic_write(out_dir / PROGRESS, csv_text(self.rows), fsync=False)
+                shown = time.monotonic()
+            if saving:
                 checkpoint.save(out_dir, self, epoch + 1)
         bar.close()
         if rank != 0:
@@ -102,6 +120,7 @@ class Trainer:
         summary = {**summary_extra, **self.summary()}
         atomic_write(out_dir / "metrics.csv", csv_text(self.rows))
         write_json(out_dir / "summary.json", summary)  # written last: its presence = complete
+        (out_dir / PROGRESS).unlink(missing_ok=True)  # superseded by metrics.csv
         return summary
 
     def summary(self) -> dict:
@@ -163,11 +182,13 @@ def _aggregate(per_worker: list[dict]) -> dict:
 
 
 def _first_rows(x, n: int):
+    if isinstance(x, SparseFeatures):
+        return x.first_rows(n)
     return x.index_select(0, torch.arange(n, device=x.device)) if x.is_sparse else x[:n]
 
 
 def _to(view, device):
-    for name in ("adj", "edge_index"):
+    for name in ("adj", "adj_t", "edge_index"):
         t = getattr(view, name)
         if t is not None:
             setattr(view, name, t.to(device))

@@ -39,6 +39,7 @@ class Suite:
     epochs: int
     model: dict                     # model + hyperparameters: model, layers, hidden, lr, ...
     methods: tuple                  # of MethodSpec
+    seeds_by_workers: dict = field(default_factory=dict)  # {M: seeds} overrides seeds at M
 
 
 @dataclass(frozen=True)
@@ -102,7 +103,8 @@ def suite_from_dict(d: dict) -> Suite:
     if len(set(labels)) != len(labels):
         raise ValueError(f"suite {d['name']}: duplicate method labels in {labels}")
     suite = Suite(d["name"], tuple(d["datasets"]), tuple(d["workers"]), tuple(d["seeds"]),
-                  int(d["epochs"]), dict(d.get("model") or {}), methods)
+                  int(d["epochs"]), dict(d.get("model") or {}), methods,
+                  {int(k): tuple(v) for k, v in (d.get("seeds_by_workers") or {}).items()})
     _check_flags(suite.model, f"suite {suite.name} model")
     for m in methods:
         _check_flags(m.flags, f"suite {suite.name} method {m.label}")
@@ -125,7 +127,7 @@ def expand(suite: Suite) -> list[Run]:
     for dataset in suite.datasets:
         for spec in suite.methods:
             for workers in spec.workers or suite.workers:
-                for seed in suite.seeds:
+                for seed in suite.seeds_by_workers.get(workers, suite.seeds):
                     flags = {**suite.model, "dataset": dataset, "method": spec.method,
                              "workers": workers, "seed": seed, "epochs": suite.epochs, **spec.flags}
                     runs.append(Run(dataset, spec, workers, seed, flags))

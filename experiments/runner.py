@@ -149,10 +149,18 @@ def main(argv=None) -> int:
     p.add_argument("--report", nargs=2, metavar=("RESULTS", "PLOTS"), default=None,
                    help="after the runs, write the tables into RESULTS and the plots into PLOTS")
     args = p.parse_args(argv)
-    suite = load_suite(args.suite)
+    try:
+        suite = load_suite(args.suite)
+    except (ValueError, OSError) as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
     root = Path(args.out or f"results/{suite.name}/runs")
     try:
         counts = run_suite(suite, root)
+    except subprocess.CalledProcessError as e:
+        tail = (e.stderr or "").strip().splitlines()[-1:] or ["(no output)"]
+        print(f"error: `python -m digest methods` failed: {tail[0]}", file=sys.stderr)
+        return 1
     except KeyboardInterrupt:
         print("interrupted: finished runs are kept; run the same command again to resume",
               file=sys.stderr)

@@ -98,9 +98,9 @@ def fit_async(cfg, rt, part, out_dir):
 
 
 def test_async_with_a_3x_slower_worker_finishes_and_the_fast_ones_run_ahead(tmp_path):
-    world, epochs = 3, 60
+    world, epochs = 3, 100
     part_dir = prepare_partition("asy3", world, "metis", 0, tmp_path, graph=_graph())
-    cfg = TrainConfig(dataset="asy3", method="digest-async", hidden=16, epochs=epochs,
+    cfg = TrainConfig(dataset="asy3", method="digest-async", hidden=32, epochs=epochs,
                       sync_interval=3, eval_every=5, slow_workers="1:3", progress=False,
                       timeout=60)  # a lost peer or a hang becomes an error within a minute
     t0 = time.perf_counter()
@@ -131,28 +131,37 @@ def test_async_with_a_3x_slower_worker_finishes_and_the_fast_ones_run_ahead(tmp_
     assert all(int(r["bytes_w0"]) == 0 for r in rows)
     assert sum(int(r["bytes_params"]) for r in rows) > 0 and sum(int(r["bytes_store"]) for r in rows) > 0
     # evaluated (exact collective inference of the server's snapshots), well above chance
-    assert summary["final"]["test_acc"] is not None
-    assert summary["test_at_best_val"] > CHANCE + 0.3, summary["test_at_best_val"]
+    # (seen on this graph: 0.80-0.95 at best validation, 0.66-0.86 at the end; chance 0.125)
+    assert summary["test_at_best_val"] > CHANCE + 0.4, summary["test_at_best_val"]
+    assert summary["final"]["test_acc"] > CHANCE + 0.25, summary["final"]
 
 
 class FailingAsync(AsyncTrainer):
+    fail_rank = 1
+
     def step(self, epoch):
-        if self.rt.rank == 1 and epoch == 3:
+        if self.rt.rank == self.fail_rank and epoch == 3:
             raise RuntimeError("injected failure")
         return super().step(epoch)
 
 
-def fit_failing(cfg, rt, part, out_dir):
+def fit_failing(cfg, rt, part, out_dir, fail_rank):
     from pathlib import Path
-    return FailingAsync(cfg, rt, part).fit(Path(out_dir), {})
+    trainer = FailingAsync(cfg, rt, part)
+    trainer.fail_rank = fail_rank
+    return trainer.fit(Path(out_dir), {})
 
 
-def test_a_worker_dying_mid_training_is_an_error_not_a_hang(tmp_path):
+@pytest.mark.parametrize("fail_rank", [0, 1], ids=["server-rank-dies", "worker-dies"])
+def test_a_rank_dying_mid_training_is_an_error_not_a_hang(tmp_path, fail_rank):
+    """Rank 0 (server) dying: the others' rpc calls fail as a lost peer. Rank 1 dying: rank 0
+    trains on alone (the slow rank is the one that dies), then the launcher stops it."""
     part_dir = prepare_partition("asyf", 2, "metis", 0, tmp_path, graph=_graph())
-    cfg = TrainConfig(dataset="asyf", method="digest-async", hidden=8, epochs=400,
-                      sync_interval=2, slow_workers="1:2", progress=False, timeout=30)
+    cfg = TrainConfig(dataset="asyf", method="digest-async", hidden=8, epochs=200,
+                      sync_interval=2, slow_workers=f"{fail_rank}:2", progress=False, timeout=30)
     t0 = time.perf_counter()
-    with pytest.raises(WorkerFailed, match="rank 1"):
-        run_workers(fit_failing, cfg, part_dir, 2, out_dir=str(tmp_path / "run"))
-    assert time.perf_counter() - t0 < 120
+    with pytest.raises(WorkerFailed, match=f"lost worker rank {fail_rank} "):
+        run_workers(fit_failing, cfg, part_dir, 2, out_dir=str(tmp_path / "run"),
+                    fail_rank=fail_rank)
+    assert time.perf_counter() - t0 < 120  # well under the 30 s timeouts plus start-up
     assert not (tmp_path / "run" / "summary.json").exists()

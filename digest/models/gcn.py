@@ -5,7 +5,7 @@ import torch
 from torch_geometric.nn import GCNConv
 
 from ..part import LocalPart
-from .base import GNN, GraphView, csr, local_edges
+from .base import GNN, GraphView, SparseFeatures, csr, csr32, local_edges, spmm
 
 
 class GCN(GNN):
@@ -17,7 +17,13 @@ class GCN(GNN):
         return GCNConv(in_dim, out_dim, normalize=False, add_self_loops=False, cached=False)
 
     def conv(self, layer, h, view):
-        return self.convs[layer](h, view.adj)
+        # GCNConv.forward with normalize=False on a sparse adjacency is lin -> adj @ . -> + bias;
+        # done here with its own parameters so that sparse inputs stay sparse (SparseFeatures)
+        # and the backward uses the view's precomputed transpose (no per-step sort).
+        c = self.convs[layer]
+        xw = h.linear(c.lin.weight) if isinstance(h, SparseFeatures) else c.lin(h)
+        out = spmm(view, xw)
+        return out + c.bias if c.bias is not None else out
 
     @staticmethod
     def view(part: LocalPart, induced: bool = False) -> GraphView:
@@ -30,4 +36,6 @@ class GCN(GNN):
         loops = torch.arange(part.n_inner)
         src, dst = torch.cat([src, loops]), torch.cat([dst, loops])
         w = torch.cat([w, 1.0 / deg[loops]]).float()
-        return GraphView(part.n_inner, n_cols, adj=csr(src, dst, w, part.n_inner, n_cols))
+        adj = csr32(csr(src, dst, w, part.n_inner, n_cols))
+        adj_t = csr32(csr(dst, src, w, n_cols, part.n_inner))
+        return GraphView(part.n_inner, n_cols, adj=adj, adj_t=adj_t)

@@ -1,0 +1,94 @@
+"""Run ``python -m digest ...`` as a user would (a real subprocess in its own session), watching
+every process it starts, so a test can assert how it ended and that nothing outlived it."""
+from __future__ import annotations
+
+import csv
+import os
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import psutil
+
+ROOT = Path(__file__).resolve().parents[1]
+FAULTS = ("DIGEST_TEST_KILL_RANK", "DIGEST_TEST_KILL_EPOCH", "DIGEST_TEST_RAISE_RANK")
+
+
+@dataclass
+class Result:
+    rc: int
+    stdout: str
+    stderr: str
+    seconds: float
+    survivors: list  # descendants still alive (not zombies) 5 s after the command ended
+
+    @property
+    def lines(self) -> list[str]:
+        return [line for line in self.stderr.splitlines() if line.strip()]
+
+
+def _alive(p: psutil.Process) -> bool:
+    try:
+        return p.is_running() and p.status() != psutil.STATUS_ZOMBIE
+    except psutil.Error:
+        return False
+
+
+def cli(args, data_root, cwd, env: dict | None = None, timeout: float = 180) -> Result:
+    """``python -m digest *args``; ``env`` adds variables (the fault-injection hooks)."""
+    full = {k: v for k, v in os.environ.items() if k not in FAULTS and k != "DIGEST_DEBUG"}
+    full.update(DIGEST_DATA=str(data_root), PYTHONPATH=str(ROOT), **(env or {}))
+    cwd = Path(cwd)
+    cwd.mkdir(parents=True, exist_ok=True)
+    out, err = cwd / f".out{time.monotonic_ns()}", cwd / f".err{time.monotonic_ns()}"
+    t0 = time.monotonic()
+    with open(out, "w") as fo, open(err, "w") as fe:
+        proc = subprocess.Popen([sys.executable, "-m", "digest", *map(str, args)], cwd=cwd,
+                                env=full, stdout=fo, stderr=fe, start_new_session=True)
+        seen: dict[int, psutil.Process] = {}
+        while proc.poll() is None:
+            if time.monotonic() - t0 > timeout:
+                os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait()
+                raise AssertionError(f"python -m digest {' '.join(map(str, args))} hung")
+            try:
+                for c in psutil.Process(proc.pid).children(recursive=True):
+                    seen.setdefault(c.pid, c)
+            except psutil.Error:
+                pass
+            time.sleep(0.1)
+    seconds = time.monotonic() - t0
+    deadline = time.monotonic() + 5
+    while any(_alive(p) for p in seen.values()) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    survivors = [p.pid for p in seen.values() if _alive(p)]
+    for pid in survivors:  # never leave them behind, even when the test fails
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except OSError:
+            pass
+    result = Result(proc.returncode, out.read_text(), err.read_text(), seconds, survivors)
+    out.unlink()
+    err.unlink()
+    return result
+
+
+def rows(path) -> list[dict]:
+    with open(path, newline="") as f:
+        return list(csv.DictReader(f))
+
+
+METRICS = ("epoch", "train_loss", "train_acc", "val_acc", "test_acc")
+
+
+def metrics_of(path) -> list[tuple]:
+    """The columns that must be reproducible (times and memory are not), as written."""
+    return [tuple(r.get(k) for k in METRICS) for r in rows(path)]
+
+
+def leftovers(directory) -> list[str]:
+    """Temp files a killed writer could leave (atomic writes use *.tmp)."""
+    return [str(p) for p in Path(directory).rglob("*.tmp")]

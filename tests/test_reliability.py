@@ -1,0 +1,139 @@
+"""Reliability through the command line a user types (issue 8): a lost worker fails the run fast
+with one line and leaves no process behind; a killed run leaves no result (only progress.csv and
+its checkpoint) and ``--resume`` continues it to the same per-epoch losses and accuracies as an
+uninterrupted run; the same command twice gives the same metrics.
+
+Faults come from the test-only hooks of digest/trainer.py (``_fault_injection``). Multi-worker
+runs and every kill are real ``python -m digest`` processes; to keep the suite short, the other
+single-worker legs call the same ``digest.cli.main`` in this process (one worker runs in-process
+under the CLI anyway)."""
+from __future__ import annotations
+
+import pytest
+
+from digest.cli import main
+from reliability_util import cli, leftovers, metrics_of
+
+DATASET = "synthetic:nodes=300,avg_degree=5,features=16,classes=4,seed=1"
+EPOCHS, EVERY, FAULT_EPOCH = 10, 4, 6
+
+
+def train(method, workers, out, *extra):
+    return ["train", "--dataset", DATASET, "--method", method, "--workers", workers,
+            "--hidden", 16, "--dropout", 0, "--epochs", EPOCHS, "--checkpoint-every", EVERY,
+            "--sync-interval", 3, "--timeout", 30, "--no-progress", "--out", out, *extra]
+
+
+def here(args, capsys) -> tuple[int, list[str]]:
+    """``python -m digest *args`` without a new interpreter: exit status, stderr lines."""
+    capsys.readouterr()
+    rc = main([str(a) for a in args])
+    return rc, [line for line in capsys.readouterr().err.splitlines() if line.strip()]
+
+
+def assert_no_result(run):
+    assert not (run / "summary.json").exists() and not (run / "metrics.csv").exists()
+    assert leftovers(run) == []
+
+
+def assert_resumed(run, expected, data, tmp_path, capsys, workers):
+    if workers == 1:
+        rc, err = here(["train", "--resume", run, "--no-progress"], capsys)
+        assert rc == 0, err
+    else:
+        resumed = cli(["train", "--resume", run, "--no-progress"], data, tmp_path)
+        assert resumed.rc == 0, resumed.stderr[-3000:]
+    assert metrics_of(run / "metrics.csv") == expected  # epochs before the kill included
+    assert not (run / "progress.csv").exists() and leftovers(run) == []
+
+
+def assert_progress_prefix(run, expected):
+    progress = metrics_of(run / "progress.csv")  # visible progress, a prefix of the run
+    assert 1 <= len(progress) <= FAULT_EPOCH and progress == expected[:len(progress)]
+
+
+def reference(method, workers, ref, data, tmp_path, capsys, subprocess: bool):
+    if subprocess:
+        done = cli(train(method, workers, ref), data, tmp_path)
+        assert done.rc == 0, done.stderr[-3000:]
+    else:
+        rc, err = here(train(method, workers, ref), capsys)
+        assert rc == 0, err
+    expected = metrics_of(ref / "metrics.csv")
+    assert [int(r[0]) for r in expected] == list(range(EPOCHS))
+    assert not (ref / "progress.csv").exists()  # superseded by metrics.csv
+    return expected
+
+
+@pytest.fixture
+def data(tmp_path, monkeypatch):
+    monkeypatch.setenv("DIGEST_DATA", str(tmp_path / "data"))
+    return tmp_path / "data"
+
+
+def test_one_worker_exact_deterministic_and_resumes_after_a_failure(tmp_path, data, capsys,
+                                                                   monkeypatch):
+    ref, run = tmp_path / "ref", tmp_path / "run"
+    expected = reference("exact", 1, ref, data, tmp_path, capsys, subprocess=True)
+    rc, err = here(train("exact", 1, tmp_path / "again"), capsys)  # the same command again
+    assert rc == 0 and metrics_of(tmp_path / "again" / "metrics.csv") == expected
+    monkeypatch.setenv("DIGEST_TEST_RAISE_RANK", "0")
+    monkeypatch.setenv("DIGEST_TEST_KILL_EPOCH", str(FAULT_EPOCH))
+    rc, err = here(train("exact", 1, run), capsys)
+    assert rc == 1 and err == [f"error: RuntimeError: injected failure in rank 0 at epoch "
+                               f"{FAULT_EPOCH} (set DIGEST_DEBUG=1 for the traceback)"]
+    monkeypatch.delenv("DIGEST_TEST_RAISE_RANK")
+    assert_no_result(run)
+    assert_progress_prefix(run, expected)
+    assert_resumed(run, expected, data, tmp_path, capsys, 1)
+
+
+def test_one_worker_digest_killed_process_group_resumes(tmp_path, data, capsys):
+    ref, run = tmp_path / "ref", tmp_path / "run"
+    expected = reference("digest", 1, ref, data, tmp_path, capsys, subprocess=False)
+    hit = cli(train("digest", 1, run), data, tmp_path,
+              env={"DIGEST_TEST_KILL_RANK": "group", "DIGEST_TEST_KILL_EPOCH": str(FAULT_EPOCH)})
+    assert hit.rc == -9 and hit.survivors == []
+    assert_no_result(run)
+    assert_progress_prefix(run, expected)
+    assert_resumed(run, expected, data, tmp_path, capsys, 1)
+
+
+def test_two_workers_exact_sigkilled_worker_fails_fast_then_resumes(tmp_path, data, capsys):
+    ref, run = tmp_path / "ref", tmp_path / "run"
+    expected = reference("exact", 2, ref, data, tmp_path, capsys, subprocess=True)
+    again = cli(train("exact", 2, tmp_path / "again"), data, tmp_path)  # the same command again
+    assert again.rc == 0 and metrics_of(tmp_path / "again" / "metrics.csv") == expected
+
+    hit = cli(train("exact", 2, run), data, tmp_path,
+              env={"DIGEST_TEST_KILL_RANK": "1", "DIGEST_TEST_KILL_EPOCH": str(FAULT_EPOCH)})
+    assert hit.rc == 1 and hit.survivors == [] and hit.seconds < 60, (hit.rc, hit.survivors)
+    assert hit.lines == ["error: lost worker rank 1 (killed by signal SIGKILL)"], hit.stderr
+    assert_no_result(run)
+    assert_progress_prefix(run, expected)
+    assert_resumed(run, expected, data, tmp_path, capsys, 2)
+
+    # a resumed run keeps its key settings: another method or width is refused, in one line
+    rc, err = here(["train", "--resume", run, "--method", "digest", "--hidden", 32], capsys)
+    assert rc == 2 and len(err) == 1 and err[0].startswith(f"error: --resume {run}: the run was "
+                                                           "started with other settings")
+    assert "--method exact -> digest" in err[0] and "--hidden 16 -> 32" in err[0]
+    rc, err = here(["train", "--resume", run, "--workers", 1], capsys)
+    assert rc == 2 and "--workers 2 -> 1" in err[0]
+
+
+def test_two_workers_digest_exception_in_one_worker_then_resumes(tmp_path, data, capsys):
+    ref, run = tmp_path / "ref", tmp_path / "run"
+    expected = reference("digest", 2, ref, data, tmp_path, capsys, subprocess=True)
+    hit = cli(train("digest", 2, run), data, tmp_path,
+              env={"DIGEST_TEST_RAISE_RANK": "1", "DIGEST_TEST_KILL_EPOCH": str(FAULT_EPOCH)})
+    assert hit.rc == 1 and hit.survivors == [] and hit.seconds < 60
+    assert hit.stderr.count("Traceback") == 1, hit.stderr  # the failing worker's, once
+    assert f"RuntimeError: injected failure in rank 1 at epoch {FAULT_EPOCH}" in hit.stderr
+    assert hit.lines[-1] == "error: lost worker rank 1 (exit code 1, traceback above)"
+    # nothing from torch's own loggers (elastic error tables, events, SIGTERM warnings)
+    noise = [l for l in hit.lines if (l[:1] in "EWI" and l[1:5].isdigit()) or "elastic" in l]
+    assert noise == [], noise
+    assert_no_result(run)
+    assert_progress_prefix(run, expected)
+    assert_resumed(run, expected, data, tmp_path, capsys, 2)
