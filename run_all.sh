@@ -4,8 +4,11 @@
 #   ./run_all.sh --quick   the embedded synthetic graph through every method at 1, 2, 4 workers
 #                          (experiments/configs/quick.yaml; minutes on a laptop)
 #   ./run_all.sh --suite repro   the committed reproduction (synthetic, CS, Physics; results/, plots/)
+#   ./run_all.sh --suite straggler   sync DIGEST vs DIGEST-A with one 3x slower worker
+#                          (results/straggler/, plots/straggler/)
 #   ./run_all.sh           the full suite (experiments/configs/full.yaml): every dataset found in the
-#                          data root, missing ones skipped with the reason printed (hours on 2 cores)
+#                          data root, missing ones skipped with the reason printed (hours on 2 cores),
+#                          then the straggler suite
 #
 # Layout (quick never overwrites the committed full results):
 #   full:  runs in results/runs/<dataset>/<label>_w<M>_s<seed>/, tables in results/ (tables.md and
@@ -21,9 +24,11 @@ cd "$(dirname "$0")"
 suite=full results=results plots=plots
 case "${1:-}" in
   --quick) suite=quick results=results/quick plots=plots/quick ;;
-  --suite) suite="${2:?--suite needs a name from experiments/configs}" ;;
+  --suite) suite="${2:?--suite needs a name from experiments/configs}"
+           # repro is a subset of full: same runs, same place; any other suite gets its own folder
+           case "$suite" in full|repro) ;; *) results="results/$suite" plots="plots/$suite" ;; esac ;;
   "") ;;
-  -h|--help) sed -n '2,17p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+  -h|--help) sed -n '2,20p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
   *) echo "usage: ./run_all.sh [--quick | --suite NAME]" >&2; exit 2 ;;
 esac
 . scripts/env.sh
@@ -45,5 +50,8 @@ echo "run_all.sh ($suite suite) finished in $((SECONDS - start)) s"
 echo "  runs:   $results/runs/<dataset>/<label>_w<M>_s<seed>/ (metrics.csv, summary.json, log.txt)"
 echo "  tables: $results/tables.md and $results/*.csv"
 echo "  plots:  $plots/*.png"
+if [ -z "${1:-}" ]; then  # the full reproduction includes the straggler study
+  "$0" --suite straggler || status=1
+fi
 [ "$status" -eq 0 ] || echo "some runs or steps failed (see the FAILED lines above); exit status $status"
 exit "$status"

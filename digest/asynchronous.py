@@ -7,16 +7,43 @@ handlers run in rank 0's rpc thread pool, under one lock):
 - every step, each worker runs forward/backward on its partition with a stale halo (layer 0: the
   exact input features as always; hidden layers: rows from the store), sends its gradient to the
   server, which applies it at once (Adam) and answers with the latest parameters, the new version
-  number and every worker's step count;
+  number, every worker's step count and whether the training budget is spent;
 - every I of its OWN steps a worker pushes the hidden rows of its boundary nodes (one block per
   destination worker, all hidden layers side by side, tagged with the owner's step count) and
   pulls, for its halo, whatever blocks the store holds that are newer than the ones it has.
 
 Start-up (one exact forward that fills the store, as in synchronous DIGEST) and the end (final
 barrier, evaluation) are collective; the training steps in between are not. Evaluation never
-interrupts training: the server snapshots its parameters at chosen versions (with their wall
+interrupts training: the server snapshots its parameters at chosen server epochs (with their wall
 time), and after training every snapshot is evaluated with exact collective inference, which
 gives the accuracy-versus-time curve without a barrier during training.
+
+What an "epoch" is here: M gradients applied by the server (M = workers) are one epoch's worth of
+work, a SERVER EPOCH: synchronous training applies one full-graph gradient per epoch, the sum of
+the M workers' partition gradients, and DIGEST-A applies M partition gradients (each scaled to
+estimate the full one, see below) in that time, from whichever workers delivered them. Server
+epoch e (1-based) is complete when the server's version reaches M x e. A worker's own step (one
+forward/backward over its partition) is a STEP; fast workers take more steps than slow ones.
+
+Stopping rule: a global budget of M x ``epochs`` gradients. The server applies gradients until
+the budget is spent; the reply to the gradient that spends it says so (``done``), and so does the
+reply to any later push, whose gradient is then dropped, not applied. Every worker stops at the
+first reply that says done: nobody trains alone on stale parameters at the end (which is what a
+per-worker count of ``epochs`` own steps did: the fast workers finished first and the straggler's
+last steps pulled the final parameters towards its partition). Each worker still in flight when
+the budget is spent loses at most one computed step (counted in ``discarded_by_worker``).
+
+Metrics: metrics.csv has one row per server epoch (``epoch`` = e - 1, 0-based as elsewhere):
+``wall_time`` = seconds (server clock, from the start barrier) at which the server applied
+gradient M x e, ``epoch_time`` = the time that server epoch took; ``train_loss`` = the sum over
+workers of each worker's latest loss (its share of the full-graph loss) among the gradients
+applied so far; bytes / messages = those of the steps whose gradients were applied in the epoch,
+compute / comm time = the max over workers of their steps' totals in it; ``steps_w{r}`` = how
+many of the epoch's M gradients came from worker r, ``steps_done_w{r}`` its cumulative count; the
+evaluation columns = the server's parameters at the end of that epoch. summary.json keeps the
+per-worker pace: ``steps_by_worker`` (gradients applied), ``train_time_by_worker`` (its clock
+until its last applied step ended), ``steps_per_s_by_worker``, ``steps_per_s_fast`` /
+``steps_per_s_slow`` (means over the workers not slowed / slowed), and ``server_epochs_per_s``.
 
 Staleness actually seen, per worker and step (metric columns):
 - ``staleness_param``: server version when this worker's gradient arrived minus the version of the
@@ -26,13 +53,9 @@ Staleness actually seen, per worker and step (metric columns):
   count when it computed the rows), mean / max over the owners this worker has halo rows from.
   Same definition as synchronous DIGEST's ``staleness_repr`` when everyone runs in lockstep.
 
-Stopping rule: every worker runs ``epochs`` of its OWN steps (so M x epochs server updates in
-all). The fast workers therefore finish first and the straggler's last steps update the model
-alone; with METIS partitions (class-skewed) that tail can pull the final parameters towards the
-straggler's partition, which is why the summary's best-validation snapshot matters here.
-
-A straggler (``--slow-workers RANK:FACTOR``) sleeps (FACTOR - 1) x its measured compute time
-after every step, so it is FACTOR times slower.
+A straggler (``--slow-workers RANK:FACTOR``, digest/straggler.py, the same rule as for the
+synchronous methods) sleeps (FACTOR - 1) x its measured compute time after every step, so it is
+FACTOR times slower; here nobody waits for it, it just contributes fewer of the gradients.
 
 Gradient scaling: each worker's loss is its share of the full-graph mean loss times M (as in model
 averaging), so every gradient the server applies estimates the full-graph gradient; the server
@@ -58,28 +81,11 @@ from .halo import exchange
 from .methods import register
 from .metrics import atomic_write, csv_text, peak_memory_mb, write_json
 from .store import StaleHalo
+from .straggler import Straggler, parse_slow_workers  # noqa: F401  (parse_slow_workers: re-export)
 from .sync import ParamSync
-from .trainer import Trainer, _aggregate
+from .trainer import Trainer
 
 MAX_SNAPSHOTS = 50  # parameter snapshots the server keeps for the post-hoc evaluation curve
-
-
-def parse_slow_workers(spec: str, world: int) -> dict[int, float]:
-    """``'1:3,2:1.5'`` -> {1: 3.0, 2: 1.5}. Raises ValueError on a malformed entry, a rank outside
-    the world or a factor below 1."""
-    out: dict[int, float] = {}
-    for item in filter(None, (s.strip() for s in (spec or "").split(","))):
-        try:
-            r, f = item.split(":")
-            rank, factor = int(r), float(f)
-        except ValueError:
-            raise ValueError(f"--slow-workers: {item!r} is not RANK:FACTOR") from None
-        if not 0 <= rank < world:
-            raise ValueError(f"--slow-workers: rank {rank} is outside 0..{world - 1}")
-        if factor < 1:
-            raise ValueError(f"--slow-workers: factor {factor} of rank {rank} must be >= 1")
-        out[rank] = factor
-    return out
 
 
 def snapshot_epochs(epochs: int, eval_every: int, cap: int = MAX_SNAPSHOTS) -> list[int]:
@@ -99,15 +105,18 @@ class ParameterServer:
     """Parameters + Adam + the representation store, behind one lock (rpc handlers are threads).
 
     Store: ``(owner, dest) -> (rows [n, sum of hidden widths], tag)``; ``tag`` = the owner's
-    completed steps when its forward computed the rows."""
+    completed steps when its forward computed the rows. ``budget``: gradients to apply in all
+    (M x epochs); once it is spent, a pushed gradient is dropped and the reply says done."""
 
-    def __init__(self, params, cfg, world: int, snapshot_versions=()):
+    def __init__(self, params, cfg, world: int, budget: int, snapshot_versions=()):
         self.params = [p.detach().clone().cpu().requires_grad_(True) for p in params]
         # one server epoch = M arrivals, each an estimate of the full gradient: lr / M per arrival
         self.opt = torch.optim.Adam(self.params, lr=cfg.lr / world, weight_decay=cfg.weight_decay)
         self.world = world
         self.version = 0
         self.steps = [0] * world  # gradients applied, per worker (= its completed steps)
+        self.budget = budget
+        self.times: list[float] = []  # times[v - 1] = wall s (since start_clock) of version v
         self.lock = threading.Lock()
         self.blocks: dict[tuple[int, int], tuple[Tensor, int]] = {}
         self.snapshot_versions = set(snapshot_versions)
@@ -119,18 +128,22 @@ class ParameterServer:
 
     def push_grads(self, rank: int, version: int, flat_grad: Tensor):
         """Apply one worker's gradient now. Returns (latest flat parameters, new version, every
-        worker's step count, this gradient's version lag)."""
+        worker's step count, this gradient's version lag, whether the budget is now spent). Once
+        the budget is spent the gradient is dropped: parameters None (nothing to send back)."""
         with self.lock:
             lag = self.version - version
+            if self.version >= self.budget:
+                return None, self.version, list(self.steps), lag, True
             for p, g in zip(self.params, _unflatten_dense_tensors(flat_grad, self.params)):
                 p.grad = g
             self.opt.step()
             self.version += 1
             self.steps[rank] += 1
+            self.times.append(time.perf_counter() - self.t0)
             flat = _flatten_dense_tensors([p.detach() for p in self.params])  # a fresh copy
             if self.version in self.snapshot_versions:
-                self.snapshots[self.version] = (time.perf_counter() - self.t0, flat.clone())
-            return flat, self.version, list(self.steps), lag
+                self.snapshots[self.version] = (self.times[-1], flat.clone())
+            return flat, self.version, list(self.steps), lag, self.version >= self.budget
 
     def push_rows(self, owner: int, tag: int, rows: Tensor, counts: list[int]) -> None:
         """Owner's boundary rows, in its send order (peer 0's block, peer 1's, ...)."""
@@ -173,7 +186,7 @@ def _pull_rows(dest, known):
 # -- the worker side -------------------------------------------------------------------------------
 class AsyncClient:
     """What one worker knows of the server: the version of its parameters, every worker's step
-    count as of its last gradient push, and the lags it has seen."""
+    count as of its last gradient push, and whether the training budget is spent (``done``)."""
 
     SERVER = 0
 
@@ -181,11 +194,13 @@ class AsyncClient:
         self.rank, self.world, self.timeout = rank, world, timeout_s
         self.version = 0
         self.steps = [0] * world
+        self.done = False
 
-    def push_grads(self, flat_grad: Tensor) -> tuple[Tensor, int]:
-        flat, version, steps, lag = comm.rpc_sync(
+    def push_grads(self, flat_grad: Tensor) -> tuple[Tensor | None, int]:
+        """(latest parameters, or None when the gradient was dropped: budget spent; its lag)."""
+        flat, version, steps, lag, done = comm.rpc_sync(
             self.SERVER, _push_grads, (self.rank, self.version, flat_grad), "params", self.timeout)
-        self.version, self.steps = version, steps
+        self.version, self.steps, self.done = version, steps, done
         return flat, lag
 
     def push_rows(self, tag: int, rows: Tensor, counts: list[int]) -> None:
@@ -199,23 +214,28 @@ class AsyncClient:
 
 class AsyncParamSync(ParamSync):
     """after_backward: the gradient goes to the server, the latest parameters come back (the local
-    optimiser then has no gradient to apply); after_step: those parameters replace the local ones."""
+    optimiser then has no gradient to apply); after_step: those parameters replace the local ones.
+    ``applied``: whether the server applied this step's gradient (False once the budget is spent)."""
 
     def __init__(self, client: AsyncClient):
         self.client = client
         self.loss_scale = float(client.world)
         self.lag = None
+        self.applied = False
         self._latest = None
 
     def after_backward(self, model):
         params = list(model.parameters())
         grads = [p.grad if p.grad is not None else torch.zeros_like(p) for p in params]
         self._latest, self.lag = self.client.push_grads(_flatten_dense_tensors(grads).cpu())
+        self.applied = self._latest is not None
         for p in params:
             p.grad = None
 
     @torch.no_grad()
     def after_step(self, step, model):
+        if self._latest is None:  # dropped (budget spent): the final parameters are the server's
+            return
         params = [p.data for p in model.parameters()]
         flat = self._latest.to(params[0].device)
         for p, v in zip(params, _unflatten_dense_tensors(flat, params)):
@@ -254,7 +274,7 @@ class AsyncStaleHalo(StaleHalo):
         ages = [self.client.steps[p] - self.tags[p] for p in self.owners]
         self.age = sum(ages) / len(ages) if ages else 0.0
         self.age_max = max(ages) if ages else 0
-        if (step + 1) % self.interval == 0 and self.latest:
+        if (step + 1) % self.interval == 0 and self.latest and not self.client.done:
             self.push(tag=step)
             self.pull()
             self.syncs += 1
@@ -301,24 +321,11 @@ class AsyncStaleHalo(StaleHalo):
         self.model.train(training)
 
 
-class Straggler:
-    """After each step sleep (factor - 1) x the step's compute time (the step without its
-    communication), so this worker runs ``factor`` times slower."""
-
-    def __init__(self, factor: float = 1.0):
-        self.factor = factor
-
-    def __call__(self, compute_s: float) -> float:
-        pause = max(0.0, (self.factor - 1.0) * compute_s)
-        if pause:
-            time.sleep(pause)
-        return pause
-
-
 class AsyncTrainer(Trainer):
     """Trainer whose outer loop has no collective between the start-up fill and the end: each
-    worker runs its ``epochs`` steps at its own pace and keeps its own rows; then one barrier,
-    exact collective evaluation of the server's parameter snapshots, and rank 0 merges the rows."""
+    worker steps at its own pace, keeping its own rows, until the server's budget of M x epochs
+    gradients is spent; then one barrier, exact collective evaluation of the server's parameter
+    snapshots, and rank 0 merges the rows into one per server epoch."""
 
     def fit(self, out_dir: Path, summary_extra: dict) -> dict | None:
         global _SERVER
@@ -329,12 +336,14 @@ class AsyncTrainer(Trainer):
         if rank == 0:  # a result already there is not this run's: retract it (summary first)
             for name in ("summary.json", "metrics.csv"):
                 (out_dir / name).unlink(missing_ok=True)
-        straggle = Straggler(parse_slow_workers(cfg.slow_workers, M).get(rank, 1.0))
+        straggle = Straggler.of(cfg.slow_workers, M, rank)
         snap_epochs = snapshot_epochs(cfg.epochs, cfg.eval_every)
         if rank == 0:
-            _SERVER = ParameterServer(self.model.parameters(), cfg, M, [M * e for e in snap_epochs])
+            _SERVER = ParameterServer(self.model.parameters(), cfg, M, M * cfg.epochs,
+                                      [M * e for e in snap_epochs])
         comm.rpc_init(cfg.timeout)
-        mine, ok = [], False
+        client = self.sync.client
+        mine, ok, discarded = [], False, 0
         try:
             self.policy.before_step(0, lambda halo: self.model(self.x_train, self.view, halo))
             comm.barrier()  # the store is seeded by everyone: from here on, nobody waits
@@ -342,28 +351,38 @@ class AsyncTrainer(Trainer):
                 _SERVER.start_clock()
             t_start = time.perf_counter()
             tqdm.set_lock(threading.RLock())  # one bar, one process: no multiprocessing semaphore
-            bar = tqdm(range(cfg.epochs), desc=f"{cfg.method} x{M} (rank 0)",
+            bar = tqdm(total=cfg.epochs, desc=f"{cfg.method} x{M} (server epochs)",
                        disable=rank != 0 or not cfg.progress, leave=False, dynamic_ncols=True)
-            for epoch in bar:
+            step = 0
+            while True:  # ends: every push either spends one unit of the finite budget or says done
                 comm.traffic.reset()
                 t0 = time.perf_counter()
-                loss = self.step(epoch)
-                slept = straggle(time.perf_counter() - t0 - comm.traffic.seconds)
+                loss = self.step(step)
+                if not self.sync.applied:  # the budget was spent before this gradient arrived
+                    discarded += 1
+                    break
+                # the last applied step does not sleep: the worker stops as soon as it is done
+                slept = 0.0 if client.done else straggle(
+                    time.perf_counter() - t0 - comm.traffic.seconds)
                 end = time.perf_counter()
                 mine.append({"time": end - t0, "loss": loss, **comm.traffic.snapshot(),
                              "peak_mem_mb": peak_memory_mb(), **self.policy.state(),
                              **self.sync.state(), "slept": slept, "t_end": end - t_start})
-            train_time = time.perf_counter() - t_start
+                bar.update(client.version // M - bar.n)
+                step += 1
+                if client.done:
+                    break
+            loop_time = time.perf_counter() - t_start
             bar.close()
             ok = True
         finally:  # graceful = wait for every worker's last call; after an error: just stop
             comm.rpc_shutdown(graceful=ok, timeout_s=cfg.timeout)
         evals = self._evaluate_snapshots(snap_epochs)
-        everyone = comm.all_gather_object({"rows": mine, "train_time": train_time,
-                                           "factor": straggle.factor})
+        everyone = comm.all_gather_object({"rows": mine, "loop_time": loop_time,
+                                           "discarded": discarded, "factor": straggle.factor})
         if rank != 0:
             return None
-        self.rows = _merge(everyone, evals, M)
+        self.rows = _merge(everyone, evals, _SERVER.times, M)
         summary = {**summary_extra, **self.summary(), **_async_summary(everyone, self.rows)}
         _SERVER = None
         atomic_write(out_dir / "metrics.csv", csv_text(self.rows))
@@ -391,57 +410,105 @@ class AsyncTrainer(Trainer):
         return out
 
 
-def _merge(everyone: list[dict], evals: dict[int, dict], M: int) -> list[dict]:
-    """One row per step index e: every worker's step e (times max, bytes summed, staleness mean,
-    per-worker columns), the evaluation of the server's epoch e + 1 if kept; ``wall_time`` = when
-    the last worker finished its step e (seconds since the start barrier)."""
+# columns of a worker's step record that _merge handles itself (the rest is method state)
+_OWN = {"time", "loss", "comm_time", "peak_mem_mb", "slept", "t_end", "param_version",
+        "staleness_repr_max", "store_syncs"}
+
+
+def _merge(everyone: list[dict], evals: dict[int, dict], times: list[float], M: int) -> list[dict]:
+    """One row per server epoch (module docstring): row e covers server versions M e + 1 ..
+    M (e + 1), i.e. the steps whose ``param_version`` (the version their gradient created) lies
+    there; ``wall_time`` = when version M (e + 1) was applied; the evaluation of server epoch
+    e + 1 if kept."""
+    E = len(times) // M
+    steps = [[[] for _ in range(E)] for _ in everyone]  # [worker][epoch] -> its applied steps
+    for r, w in enumerate(everyone):
+        for s in w["rows"]:
+            steps[r][(s["param_version"] - 1) // M].append(s)
+    latest_loss = [w["rows"][0]["loss"] if w["rows"] else None for w in everyone]
+    syncs = [0] * len(everyone)
+    done = [0] * len(everyone)
     rows = []
-    for e in range(len(everyone[0]["rows"])):
-        per = [dict(w["rows"][e]) for w in everyone]
-        ends = [p.pop("t_end") for p in per]
-        slept = [p.pop("slept") for p in per]
-        row = {"epoch": e, **_aggregate(per)}
-        row["epoch_time_mean"] = sum(p["time"] for p in per) / M
-        row["staleness_repr_max"] = max(p["staleness_repr_max"] or 0 for p in per)
-        for r, p in enumerate(per):
-            row[f"epoch_time_w{r}"] = p["time"]
-            row[f"slept_w{r}"] = slept[r]
-            row[f"staleness_param_w{r}"] = p["staleness_param"]
-            row[f"staleness_repr_w{r}"] = p["staleness_repr"]
-            row[f"staleness_repr_max_w{r}"] = p["staleness_repr_max"]
-            row[f"finished_at_w{r}"] = ends[r]
+    for e in range(E):
+        per = [steps[r][e] for r in range(M)]
+        flat = [s for mine in per for s in mine]
+        for r, mine in enumerate(per):
+            if mine:
+                latest_loss[r] = mine[-1]["loss"]
+                syncs[r] = mine[-1].get("store_syncs") or 0
+            done[r] += len(mine)
+        wall = times[M * (e + 1) - 1]
+        row = {"epoch": e,
+               "train_loss": sum(v for v in latest_loss if v is not None),
+               "epoch_time": wall - (times[M * e - 1] if e else 0.0),
+               "comm_time": max(sum(s["comm_time"] for s in mine) for mine in per),
+               "compute_time": max(sum(s["time"] - s["comm_time"] for s in mine) for mine in per),
+               "peak_mem_mb": max(s["peak_mem_mb"] for s in flat)}
+        for k in flat[0]:
+            if k.startswith("bytes_") or k == "messages":
+                row[k] = sum(s[k] for s in flat)
+        for k in [k for k in flat[0] if k not in row and k not in _OWN]:  # staleness: step mean
+            vals = [s[k] for s in flat if s.get(k) is not None]
+            row[k] = sum(vals) / len(vals) if vals else None
+        row["staleness_repr_max"] = max((s["staleness_repr_max"] or 0 for s in flat), default=None)
+        row["store_syncs"] = sum(syncs)
+        for r, mine in enumerate(per):
+            row[f"steps_w{r}"] = len(mine)
+            row[f"steps_done_w{r}"] = done[r]
+            row[f"compute_time_w{r}"] = sum(s["time"] - s["comm_time"] for s in mine)
+            row[f"bytes_w{r}"] = sum(s["bytes_total"] for s in mine)
+            row[f"messages_w{r}"] = sum(s["messages"] for s in mine)
+            row[f"peak_mem_mb_w{r}"] = max((s["peak_mem_mb"] for s in mine), default=None)
+            row[f"slept_w{r}"] = sum(s["slept"] for s in mine)
+            lags = [s["staleness_param"] for s in mine]
+            ages = [s["staleness_repr"] for s in mine if s["staleness_repr"] is not None]
+            row[f"staleness_param_w{r}"] = sum(lags) / len(lags) if lags else None
+            row[f"staleness_repr_w{r}"] = sum(ages) / len(ages) if ages else None
+            row[f"staleness_repr_max_w{r}"] = max((s["staleness_repr_max"] or 0 for s in mine),
+                                                  default=None)
         if e + 1 in evals:
             row.update(evals[e + 1])
-        row["wall_time"] = max(ends)
+        row["wall_time"] = wall
         row["cum_bytes"] = row["bytes_total"] + (rows[-1]["cum_bytes"] if rows else 0)
         rows.append(row)
     return rows
 
 
 def _async_summary(everyone: list[dict], rows: list[dict]) -> dict:
-    """Per-worker pace and staleness; ``steps_per_s_fast`` = mean over the workers not slowed."""
+    """Per-worker pace and staleness over every applied step (module docstring)."""
     M, E = len(everyone), len(rows)
-    rate = [E / w["train_time"] for w in everyone]
+    steps = [len(w["rows"]) for w in everyone]
+    busy = [w["rows"][-1]["t_end"] if w["rows"] else w["loop_time"] for w in everyone]
+    rate = [n / t if t > 0 else 0.0 for n, t in zip(steps, busy)]
     fast = [r for r in range(M) if everyone[r]["factor"] == 1.0] or list(range(M))
     slow = [r for r in range(M) if r not in fast]
 
-    def col(key, r, fn):
-        vals = [row[f"{key}_w{r}"] for row in rows if row.get(f"{key}_w{r}") is not None]
+    def stat(key, fn, ranks):
+        vals = [s[key] for r in ranks for s in everyone[r]["rows"] if s.get(key) is not None]
         return fn(vals) if vals else None
 
     mean = lambda v: sum(v) / len(v)  # noqa: E731
+    wall = rows[-1]["wall_time"]
     return {
-        "train_wall_time": max(w["train_time"] for w in everyone),
-        "train_time_by_worker": [w["train_time"] for w in everyone],
+        "train_wall_time": wall,  # = total_train_time: the server applied the budget's last gradient
+        "server_versions": M * E,
+        "server_epochs_per_s": E / wall if wall > 0 else None,
+        "steps_by_worker": steps,
+        "discarded_by_worker": [w["discarded"] for w in everyone],
+        "train_time_by_worker": busy,
+        "loop_time_by_worker": [w["loop_time"] for w in everyone],
         "steps_per_s_by_worker": rate,
         "slow_factor_by_worker": [w["factor"] for w in everyone],
         "steps_per_s_fast": mean([rate[r] for r in fast]),
         "steps_per_s_slow": mean([rate[r] for r in slow]) if slow else None,
-        "staleness_param_mean_by_worker": [col("staleness_param", r, mean) for r in range(M)],
-        "staleness_param_max_by_worker": [col("staleness_param", r, max) for r in range(M)],
-        "staleness_repr_mean_by_worker": [col("staleness_repr", r, mean) for r in range(M)],
-        "staleness_repr_max_by_worker": [col("staleness_repr_max", r, max) for r in range(M)],
-        "server_versions": M * E,
+        "staleness_param_mean": stat("staleness_param", mean, range(M)),
+        "staleness_param_max": stat("staleness_param", max, range(M)),
+        "staleness_repr_mean": stat("staleness_repr", mean, range(M)),
+        "staleness_repr_max": stat("staleness_repr_max", max, range(M)),
+        "staleness_param_mean_by_worker": [stat("staleness_param", mean, [r]) for r in range(M)],
+        "staleness_param_max_by_worker": [stat("staleness_param", max, [r]) for r in range(M)],
+        "staleness_repr_mean_by_worker": [stat("staleness_repr", mean, [r]) for r in range(M)],
+        "staleness_repr_max_by_worker": [stat("staleness_repr_max", max, [r]) for r in range(M)],
     }
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import os
 from dataclasses import dataclass, field
 
 
@@ -36,7 +37,8 @@ class TrainConfig:
     method: str = _f("exact", "training method (see `python -m digest methods`)")
     local_steps: int = _f(1, "parameter averaging every K local steps (1 = gradient all-reduce)")
     sync_interval: int = _f(10, "DIGEST: stale-representation sync interval I")
-    slow_workers: str = _f("", "DIGEST-A: RANK:FACTOR[,RANK:FACTOR] stragglers")
+    slow_workers: str = _f("", "RANK:FACTOR[,RANK:FACTOR] stragglers (any method): the rank "
+                           "sleeps (FACTOR-1) x its compute time after every step")
     compressor: str = _f("auto", "compressor of exchanged rows (auto: slice for varco, none = "
                          "exact store sync for digest)",
                          choices=("auto", "slice", "random", "learned", "none"))
@@ -102,3 +104,6 @@ def validate(cfg: TrainConfig) -> None:
     for ok, message in checks:
         if not ok:
             raise ValueError(message)
+    from .straggler import parse_slow_workers  # format, factors, ranks (torchrun: its world;
+    world = os.environ.get("WORLD_SIZE") or (cfg.workers if not cfg.resume else 1 << 30)
+    parse_slow_workers(cfg.slow_workers, int(world))  # --resume: the saved world, checked later)

@@ -21,7 +21,7 @@ _M_MMAP_THRESHOLD = -3
 _tuned = None
 
 
-def tune_allocator(threshold: int = 1 << 30) -> bool:
+def tune_allocator(threshold: int = 1 << 30) -> bool:  # a C int: at most 2**31 - 1
     """Serve blocks up to ``threshold`` bytes from the heap and keep freed memory (glibc only).
     Returns whether the setting is in effect. Idempotent."""
     global _tuned
@@ -33,7 +33,7 @@ def tune_allocator(threshold: int = 1 << 30) -> bool:
     try:
         libc = ctypes.CDLL(None)
         ok = libc.mallopt(_M_MMAP_THRESHOLD, threshold) == 1
-        ok = libc.mallopt(_M_TRIM_THRESHOLD, 2 * threshold) == 1 and ok
+        ok = libc.mallopt(_M_TRIM_THRESHOLD, threshold) == 1 and ok
     except (OSError, AttributeError):  # pragma: no cover - not glibc
         return False
     _tuned = bool(ok)

@@ -108,6 +108,8 @@ def markdown(loaded: Loaded, tables: dict, net: Network | None, target: float, c
             out.append(md_table(["method", *[h for w in ms for h in (f"M={w} ms", f"M={w} speedup")]], rows))
     tta = tables["time_to_accuracy"]
     out.append(f"\n## 3. Time to accuracy (target {target:g} x exact's best val) and speedup over exact\n")
+    if tta.empty:
+        out.append("\nNo exact run at the same dataset and M: no target, nothing to report.\n")
     for dataset, part in _by_dataset(tta):
         out.append(f"\n### {dataset}: measured\n\n")
         out.append(md_table(["method", "M", "target val", "seeds reached", "epochs", "time s",
@@ -129,8 +131,37 @@ def markdown(loaded: Loaded, tables: dict, net: Network | None, target: float, c
         out.append(md_table(["method", "M", *cols],
                             [[r["method"], r["workers"], *(cell(r[c], ".3f") for c in cols)]
                              for _, r in part.iterrows()]))
+    if "straggler" in tables:
+        out.append(straggler_section(tables["straggler"]))
+    return "".join(out)
+
+
+def straggler_section(st: pd.DataFrame) -> str:
+    out = ["\n## 5. Stragglers: pace of the fast and the slow workers, accuracy, staleness\n\n",
+           "A worker's epoch = one of its own steps. Synchronous methods: every worker takes every "
+           "step (fast = slow = epochs / total training time; the slow worker's sleep is inside, "
+           "everyone waits for it). DIGEST-A: steps/s per worker = gradients the server applied / "
+           "that worker's training time, mean over the fast (not slowed) and the slowed workers; "
+           "its epochs/s are server epochs (M gradients applied). fast vs sync = fast steps/s over "
+           "the synchronous `digest` run's with the same stragglers. Staleness: parameter version "
+           "lag (synchronous all-reduce: 0) and halo-row age in the owners' steps, mean / max.\n"]
+    for dataset, part in _by_dataset(st):
+        out.append(f"\n### {dataset}\n\n")
+        out.append(md_table(
+            ["method", "M", "slow workers", "steps by worker", "fast steps/s", "slow steps/s",
+             "fast vs sync", "epochs/s", "total time s", "test at best val", "final test",
+             "param staleness mean / max", "repr staleness mean / max"],
+            [[r.method, r.workers, r.slow_workers, r.steps_by_worker, cell(r.fast_steps_per_s, ".1f"),
+              cell(r.slow_steps_per_s, ".1f"),
+              _x(r.fast_vs_sync), cell(r.epochs_per_s, ".1f"),
+              cell(r.total_time_s, ".2f"), cell(r.test_at_best_val, ".4f"), cell(r.final_test, ".4f"),
+              f"{cell(r.staleness_param_mean, '.2f')} / {cell(r.staleness_param_max, '.0f')}",
+              f"{cell(r.staleness_repr_mean, '.2f')} / {cell(r.staleness_repr_max, '.0f')}"]
+             for r in part.itertuples()]))
     return "".join(out)
 
 
 def _x(v) -> str:
-    return v if isinstance(v, str) else cell(v, ".2f") + "x"
+    if isinstance(v, str):
+        return v
+    return "n/a" if v is None or (isinstance(v, float) and math.isnan(v)) else cell(v, ".2f") + "x"

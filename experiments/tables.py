@@ -4,7 +4,9 @@
         [--network 10gbit,5us] [--target 0.98]
 
 accuracy.csv, epoch_time.csv, time_to_accuracy.csv, bytes.csv, runs.csv and tables.md (whose
-header names the machine, versions, commit and commands, read from the runs' summary.json).
+header names the machine, versions, commit and commands, read from the runs' summary.json); when
+some run has stragglers (``--slow-workers``), also straggler.csv (pace of the fast and the slow
+workers, total time, accuracy, staleness observed; issue 4).
 """
 from __future__ import annotations
 
@@ -112,7 +114,8 @@ def time_to_accuracy(loaded: Loaded, fraction: float = 0.98, net: Network | None
             mean = sum(h[key] for h in ok) / len(ok) if reached else None
             row[col] = NOT_REACHED if mean is None else mean / (MiB if key == "bytes" else 1)
         rows.append(row)
-    out = pd.DataFrame(rows)
+    out = pd.DataFrame(rows, columns=["dataset", "method", "workers", "target_val", "seeds_reached",
+                                      "epochs", "MiB", *(col for _, col in kinds)])
     for _, col in kinds:  # speedup = exact's time / the method's, same dataset and M
         base = {(d, w): t for d, m, w, t in zip(out.dataset, out.method, out.workers, out[col])
                 if m == "exact"}
@@ -135,11 +138,74 @@ def bytes_per_epoch(frame: pd.DataFrame) -> pd.DataFrame:
     return out.reset_index()
 
 
+def _stat(summary: dict, metrics: pd.DataFrame, key: str, fn: str):
+    """Staleness over the run: DIGEST-A's summary (over every applied step), else the metrics
+    column's mean / max (synchronous methods: every worker at the same step), else None."""
+    if summary.get(f"{key}_{fn}") is not None:
+        return summary[f"{key}_{fn}"]
+    col = metrics[key].dropna() if key in metrics.columns else pd.Series(dtype=float)
+    return float(getattr(col, fn)()) if len(col) else None
+
+
+def _get(summary: dict, key: str, default):
+    return default if summary.get(key) is None else summary[key]
+
+
+def straggler(loaded: Loaded) -> pd.DataFrame:
+    """One row per run (issue 4's straggler comparison). A worker's "epoch" is one of its own
+    steps (a forward/backward over its partition). Synchronous methods: every worker takes every
+    step, so fast and slow workers alike run epochs / total training time steps/s (the stragglers'
+    sleep inside it: everyone waits for them). DIGEST-A: per worker, gradients the server applied
+    / that worker's training time (summary.json), mean over the workers not slowed (fast) and the
+    slowed ones (slow); its ``epochs/s`` counts server epochs (M gradients applied). Parameter
+    staleness of a synchronous all-reduce is 0; representation staleness = age of the halo rows
+    used, in their owners' steps. ``fast vs sync`` = fast steps/s / those of the synchronous
+    ``digest`` run with the same stragglers, dataset, M and seed."""
+    rows = []
+    for r in loaded.records:
+        s, m = r.summary, r.metrics
+        cfg = s.get("config", {})
+        epochs = len(m)
+        total = s.get("total_train_time") or float(m["epoch_time"].sum())
+        factors = s.get("slow_factor_by_worker") or []
+        slowed = any(f > 1 for f in factors) or bool(cfg.get("slow_workers"))
+        synchronous = r.method != "digest-async"
+        rows.append({
+            "dataset": r.dataset, "method": r.label, "algorithm": r.method, "workers": r.workers,
+            "seed": r.seed, "slow_workers": cfg.get("slow_workers") or "none",
+            "steps_by_worker": "/".join(str(n) for n in s.get("steps_by_worker") or [epochs] * r.workers),
+            "fast_steps_per_s": _get(s, "steps_per_s_fast", epochs / total),
+            "slow_steps_per_s": _get(s, "steps_per_s_slow", epochs / total) if slowed else None,
+            "epochs_per_s": epochs / total, "total_time_s": total,
+            "test_at_best_val": s.get("test_at_best_val"),
+            "final_test": (s.get("final") or {}).get("test_acc"),
+            "staleness_param_mean": 0.0 if synchronous and cfg.get("local_steps", 1) <= 1
+            else _stat(s, m, "staleness_param", "mean"),
+            "staleness_param_max": 0.0 if synchronous and cfg.get("local_steps", 1) <= 1
+            else _stat(s, m, "staleness_param", "max"),
+            "staleness_repr_mean": _stat(s, m, "staleness_repr", "mean"),
+            "staleness_repr_max": _stat(s, m, "staleness_repr", "max")})
+    out = pd.DataFrame(rows)
+    base = {(d, w, sd, sw): f for d, a, w, sd, sw, f in zip(
+        out.dataset, out.algorithm, out.workers, out.seed, out.slow_workers, out.fast_steps_per_s)
+        if a == "digest"}
+    out["fast_vs_sync"] = [f / base[k] if k in base else float("nan") for k, f in zip(
+        zip(out.dataset, out.workers, out.seed, out.slow_workers), out.fast_steps_per_s)]
+    return out
+
+
+def has_stragglers(loaded: Loaded) -> bool:
+    return any(r.summary.get("config", {}).get("slow_workers") for r in loaded.records)
+
+
 def build(loaded: Loaded, net: Network | None = None, fraction: float = 0.98) -> dict:
     frame = run_frame(loaded, net)
-    return {"accuracy": accuracy(frame), "epoch_time": epoch_time(frame, net),
-            "time_to_accuracy": time_to_accuracy(loaded, fraction, net),
-            "bytes": bytes_per_epoch(frame), "runs": report.runs_index(loaded)}
+    out = {"accuracy": accuracy(frame), "epoch_time": epoch_time(frame, net),
+           "time_to_accuracy": time_to_accuracy(loaded, fraction, net),
+           "bytes": bytes_per_epoch(frame), "runs": report.runs_index(loaded)}
+    if has_stragglers(loaded):
+        out["straggler"] = straggler(loaded)
+    return out
 
 
 def main(argv=None) -> int:

@@ -41,6 +41,8 @@ def cli(args, data_root, cwd, env: dict | None = None, timeout: float = 180) -> 
     """``python -m digest *args``; ``env`` adds variables (the fault-injection hooks)."""
     full = {k: v for k, v in os.environ.items() if k not in FAULTS and k != "DIGEST_DEBUG"}
     full.update(DIGEST_DATA=str(data_root), PYTHONPATH=str(ROOT), **(env or {}))
+    # the one warning pytest.ini also ignores (torch's, from digest/models/base.py's CSR tensors)
+    full["PYTHONWARNINGS"] = "ignore:Sparse invariant checks are implicitly disabled:UserWarning"
     cwd = Path(cwd)
     cwd.mkdir(parents=True, exist_ok=True)
     out, err = cwd / f".out{time.monotonic_ns()}", cwd / f".err{time.monotonic_ns()}"

@@ -1,5 +1,6 @@
-"""DIGEST-A (digest/asynchronous.py): the server's bookkeeping, M = 1 equivalence with synchronous
-DIGEST, and real asynchronous runs over torch.distributed.rpc with a 3x slower worker."""
+"""DIGEST-A (digest/asynchronous.py): the server's bookkeeping and budget, the rows per server
+epoch, M = 1 equivalence with synchronous DIGEST, real asynchronous runs over
+torch.distributed.rpc with a 3x slower worker; and --slow-workers under the synchronous loop."""
 from __future__ import annotations
 
 import csv
@@ -9,11 +10,11 @@ import time
 import pytest
 import torch
 
-from digest.asynchronous import (AsyncTrainer, ParameterServer, Straggler, parse_slow_workers,
-                                 snapshot_epochs)
+from digest.asynchronous import AsyncTrainer, ParameterServer, _async_summary, _merge, snapshot_epochs
 from digest.cache import prepare_partition
 from digest.config import TrainConfig
 from digest.launch import WorkerFailed
+from digest.straggler import Straggler, parse_slow_workers
 from digest.synthetic import make_synthetic
 from digest.trainer import Trainer
 from distributed import run_workers
@@ -30,6 +31,16 @@ def test_parse_slow_workers():
             parse_slow_workers(bad, 4)
 
 
+def test_slow_workers_are_checked_with_the_other_flags(monkeypatch):
+    from digest.config import validate
+    monkeypatch.delenv("WORLD_SIZE", raising=False)
+    validate(TrainConfig(workers=4, slow_workers="3:3"))
+    for bad, why in [("3:3", "rank 3 is outside 0..1"), ("1:x", "is not RANK:FACTOR"),
+                     ("1:0.5", "must be >= 1")]:
+        with pytest.raises(ValueError, match=why):
+            validate(TrainConfig(workers=2, slow_workers=bad))
+
+
 def test_snapshot_epochs_keep_the_last_and_are_capped():
     assert snapshot_epochs(10, 1) == list(range(1, 11))
     assert snapshot_epochs(10, 4) == [4, 8, 10]
@@ -39,6 +50,7 @@ def test_snapshot_epochs_keep_the_last_and_are_capped():
 
 def test_straggler_sleeps_factor_minus_one_times_compute():
     assert Straggler(1.0)(0.05) == 0.0
+    assert Straggler.of("1:3", 2, 1).factor == 3.0 and Straggler.of("1:3", 2, 0).factor == 1.0
     t0 = time.perf_counter()
     assert Straggler(3.0)(0.02) == pytest.approx(0.04)
     assert time.perf_counter() - t0 >= 0.04
@@ -47,21 +59,68 @@ def test_straggler_sleeps_factor_minus_one_times_compute():
 def test_server_counts_version_lag_and_serves_only_newer_blocks():
     cfg = TrainConfig(lr=0.1)
     model = torch.nn.Linear(3, 2)
-    srv = ParameterServer(model.parameters(), cfg, world=2, snapshot_versions=[2])
+    srv = ParameterServer(model.parameters(), cfg, world=2, budget=3, snapshot_versions=[2])
     g = torch.ones(sum(p.numel() for p in model.parameters()))
-    flat0, v, steps, lag = srv.push_grads(0, 0, g)  # worker 0 computed on version 0
-    assert (v, steps, lag) == (1, [1, 0], 0)
-    _, v, steps, lag = srv.push_grads(1, 0, g)  # worker 1 also on version 0: one update missed
-    assert (v, steps, lag) == (2, [1, 1], 1)
+    flat0, v, steps, lag, done = srv.push_grads(0, 0, g)  # worker 0 computed on version 0
+    assert (v, steps, lag, done) == (1, [1, 0], 0, False)
+    _, v, steps, lag, done = srv.push_grads(1, 0, g)  # worker 1 also on version 0: one missed
+    assert (v, steps, lag, done) == (2, [1, 1], 1, False)
     assert 2 in srv.snapshots and srv.snapshot(2)[1].numel() == g.numel()
     flat0.zero_()  # what a caller gets is a copy, not the server's parameters
     assert srv.params[0].abs().sum() > 0
+    # the budget: the 3rd gradient is applied and its reply says done; later ones are dropped
+    flat, v, steps, _, done = srv.push_grads(0, 2, g)
+    assert flat is not None and (v, steps, done) == (3, [2, 1], True)
+    before = srv.params[0].detach().clone()
+    flat, v, steps, _, done = srv.push_grads(1, 1, g)
+    assert flat is None and (v, steps, done) == (3, [2, 1], True)
+    assert torch.equal(srv.params[0], before) and len(srv.times) == 3
+    assert srv.times == sorted(srv.times)
     # rows: owner 0 sends 2 rows to worker 1 (none to itself), tagged with its step count
     srv.push_rows(0, 5, torch.arange(8.).view(2, 4), [0, 2])
     got = srv.pull_rows(1, known=[0, 0])
     assert got[1] is None and got[0][1] == 5 and torch.equal(got[0][0], torch.arange(8.).view(2, 4))
     assert srv.pull_rows(1, known=[5, 0]) == [None, None]  # nothing newer than what it holds
     assert srv.pull_rows(0, known=[0, 0]) == [None, None]
+
+
+def _step(version, loss, t_end, time_=0.1, comm_=0.02, bytes_=100, slept=0.0):
+    return {"time": time_, "loss": loss, "comm_time": comm_, "bytes_params": bytes_,
+            "bytes_store": 0, "bytes_total": bytes_, "messages": 2, "peak_mem_mb": 10.0,
+            "staleness_repr": 1.0, "staleness_repr_max": 2, "store_syncs": 0,
+            "staleness_param": version % 2, "param_version": version, "slept": slept,
+            "t_end": t_end}
+
+
+def test_rows_are_server_epochs_and_the_pace_is_per_worker():
+    """M = 2, budget 6 (3 server epochs): worker 0 (fast) applied versions 1, 2, 4, 5, worker 1
+    (3x slow) versions 3, 6; the rows are the server epochs, whoever supplied the gradients."""
+    w0 = [_step(v, loss, t) for v, loss, t in [(1, 1.0, 1), (2, 0.9, 2), (4, 0.8, 3), (5, 0.7, 4)]]
+    w1 = [_step(v, loss, t, slept=0.2) for v, loss, t in [(3, 2.0, 3), (6, 1.5, 6)]]
+    everyone = [{"rows": w0, "loop_time": 5.0, "discarded": 1, "factor": 1.0},
+                {"rows": w1, "loop_time": 6.0, "discarded": 0, "factor": 3.0}]
+    times = [1.0, 2.0, 3.0, 3.1, 4.0, 6.0]  # server clock of versions 1..6
+    evals = {2: {"val_acc": 0.5, "test_acc": 0.4, "server_wall_time": 3.1},
+             3: {"val_acc": 0.6, "test_acc": 0.55, "server_wall_time": 6.0}}
+    rows = _merge(everyone, evals, times, 2)
+    assert [r["epoch"] for r in rows] == [0, 1, 2]
+    assert [r["wall_time"] for r in rows] == [2.0, 3.1, 6.0]  # when version 2e was applied
+    assert [r["epoch_time"] for r in rows] == pytest.approx([2.0, 1.1, 2.9])
+    assert [(r["steps_w0"], r["steps_w1"]) for r in rows] == [(2, 0), (1, 1), (1, 1)]
+    assert [(r["steps_done_w0"], r["steps_done_w1"]) for r in rows] == [(2, 0), (3, 1), (4, 2)]
+    # latest loss of each worker (worker 1's first until it has one applied)
+    assert [r["train_loss"] for r in rows] == pytest.approx([0.9 + 2.0, 0.8 + 2.0, 0.7 + 1.5])
+    assert [r["bytes_total"] for r in rows] == [200, 200, 200] and rows[-1]["cum_bytes"] == 600
+    assert "val_acc" not in rows[0] and rows[1]["val_acc"] == 0.5 and rows[2]["test_acc"] == 0.55
+    assert rows[0]["slept_w1"] == 0 and rows[1]["slept_w1"] == pytest.approx(0.2)
+    assert rows[0]["compute_time_w1"] == 0 and rows[0]["compute_time_w0"] == pytest.approx(0.16)
+    s = _async_summary(everyone, rows)
+    assert s["steps_by_worker"] == [4, 2] and s["server_versions"] == 6
+    assert s["train_time_by_worker"] == [4, 6] and s["steps_per_s_by_worker"] == [1.0, 2 / 6]
+    assert s["steps_per_s_fast"] == 1.0 and s["steps_per_s_slow"] == pytest.approx(1 / 3)
+    assert s["train_wall_time"] == 6.0 and s["server_epochs_per_s"] == 0.5
+    assert s["discarded_by_worker"] == [1, 0] and s["staleness_repr_max"] == 2
+    assert s["staleness_param_max_by_worker"] == [1, 1]
 
 
 # -- real worker processes -------------------------------------------------------------------------
@@ -98,6 +157,7 @@ def fit_async(cfg, rt, part, out_dir):
 
 
 def test_async_with_a_3x_slower_worker_finishes_and_the_fast_ones_run_ahead(tmp_path):
+    """The global budget: M x epochs gradients in all, the fast workers supplying more of them."""
     world, epochs = 3, 100
     part_dir = prepare_partition("asy3", world, "metis", 0, tmp_path, graph=_graph())
     cfg = TrainConfig(dataset="asy3", method="digest-async", hidden=32, epochs=epochs,
@@ -111,15 +171,32 @@ def test_async_with_a_3x_slower_worker_finishes_and_the_fast_ones_run_ahead(tmp_
     assert saved["status"] == "complete" and saved["note"] == "test"
     assert saved["epochs"] == epochs and saved["server_versions"] == world * epochs
     rows = list(csv.DictReader(open(tmp_path / "run" / "metrics.csv")))
-    assert len(rows) == epochs
+    assert len(rows) == epochs  # one row per server epoch
     for col in ("staleness_param", "staleness_repr", "staleness_param_w2", "staleness_repr_w0",
-                "bytes_params", "bytes_store", "epoch_time_w1", "val_acc", "wall_time"):
+                "bytes_params", "bytes_store", "steps_w1", "steps_done_w1", "val_acc", "wall_time"):
         assert col in rows[0], col
 
+    # the budget: M x epochs gradients applied in all, each server epoch M of them; everyone
+    # stopped once it was spent (at most one computed step each dropped)
+    steps = summary["steps_by_worker"]
+    assert sum(steps) == world * epochs, steps
+    assert all(sum(int(r[f"steps_w{w}"]) for w in range(world)) == world for r in rows)
+    assert [int(rows[-1][f"steps_done_w{w}"]) for w in range(world)] == steps
+    assert all(d <= 1 for d in summary["discarded_by_worker"]), summary["discarded_by_worker"]
+    # the fast workers did more steps than the 3x slower one, and stepped faster
+    assert steps[0] > steps[1] and steps[2] > steps[1], steps
     rate = summary["steps_per_s_by_worker"]
     assert rate[1] < rate[0] and rate[1] < rate[2], rate  # the straggler is the slowest
     assert summary["steps_per_s_fast"] > summary["steps_per_s_slow"]
     assert sum(float(r["slept_w1"]) for r in rows) > 0 and all(float(r["slept_w0"]) == 0 for r in rows)
+    # rows are indexed by server epoch: wall time = when the server applied gradient M x (e + 1)
+    walls = [float(r["wall_time"]) for r in rows]
+    assert walls == sorted(walls) and summary["total_train_time"] == pytest.approx(walls[-1])
+    assert sum(float(r["epoch_time"]) for r in rows) == pytest.approx(walls[-1])
+    for r in rows:
+        if r["val_acc"]:
+            assert float(r["server_wall_time"]) == pytest.approx(float(r["wall_time"]))
+            assert int(r["server_version"]) == world * (int(r["epoch"]) + 1)
     # the fast workers saw staleness: updates of others between their pull and push, or halo
     # rows that are steps old in their owners' clocks
     for r in (0, 2):
@@ -130,10 +207,12 @@ def test_async_with_a_3x_slower_worker_finishes_and_the_fast_ones_run_ahead(tmp_
     # rpc traffic is counted: rank 0 talks to itself (free), the others pay for params and store
     assert all(int(r["bytes_w0"]) == 0 for r in rows)
     assert sum(int(r["bytes_params"]) for r in rows) > 0 and sum(int(r["bytes_store"]) for r in rows) > 0
-    # evaluated (exact collective inference of the server's snapshots), well above chance
-    # (seen on this graph: 0.80-0.95 at best validation, 0.66-0.86 at the end; chance 0.125)
+    # evaluated (exact collective inference of the server's snapshots), well above chance;
+    # with the global budget nobody trains alone at the end, so the final accuracy stays close
+    # to the best one (chance 0.125)
     assert summary["test_at_best_val"] > CHANCE + 0.4, summary["test_at_best_val"]
-    assert summary["final"]["test_acc"] > CHANCE + 0.25, summary["final"]
+    assert summary["final"]["test_acc"] > CHANCE + 0.4, summary["final"]
+    assert summary["final"]["test_acc"] > summary["test_at_best_val"] - 0.15, summary
 
 
 class FailingAsync(AsyncTrainer):
@@ -165,3 +244,33 @@ def test_a_rank_dying_mid_training_is_an_error_not_a_hang(tmp_path, fail_rank):
                     fail_rank=fail_rank)
     assert time.perf_counter() - t0 < 120  # well under the 30 s timeouts plus start-up
     assert not (tmp_path / "run" / "summary.json").exists()
+
+
+# -- --slow-workers under the synchronous loop -----------------------------------------------------
+def fit_sync(cfg, rt, part, out_dir):
+    from pathlib import Path
+    return Trainer(cfg, rt, part).fit(Path(out_dir), {})
+
+
+def test_a_slow_worker_slows_synchronous_training_and_its_sleep_is_in_epoch_time(tmp_path):
+    """Synchronous DIGEST with rank 1 3x slower: rank 1 sleeps 2x its compute time after every
+    step, everyone waits for it, and the sleep is inside the step's (the slowest worker's) time."""
+    world, epochs = 2, 8
+    part_dir = prepare_partition("slow2", world, "metis", 0, tmp_path, graph=_graph())
+    cfg = TrainConfig(dataset="slow2", method="digest", hidden=16, epochs=epochs, sync_interval=3,
+                      eval_every=4, slow_workers="1:3", progress=False, timeout=60)
+    summary = run_workers(fit_sync, cfg, part_dir, world, out_dir=str(tmp_path / "run"))[0]
+    rows = list(csv.DictReader(open(tmp_path / "run" / "metrics.csv")))
+    assert len(rows) == epochs
+    for r in rows:
+        assert float(r["slept_w0"]) == 0 and float(r["slept_w1"]) > 0
+        # rank 1's compute time counts its sleep (it emulates a slower machine): its own
+        # compute c plus 2c of sleep (time.sleep may overshoot, never undershoot)
+        compute1, slept1 = float(r["compute_time_w1"]), float(r["slept_w1"])
+        assert slept1 <= 2 * (compute1 - slept1) + 1e-9
+        assert float(r["epoch_time"]) >= compute1  # the sleep is inside the step's time
+    # every worker takes every step: the same pace for all, epochs / total training time
+    rate = epochs / summary["total_train_time"]
+    assert summary["steps_per_s_by_worker"] == pytest.approx([rate, rate])
+    assert summary["steps_per_s_fast"] == summary["steps_per_s_slow"] == pytest.approx(rate)
+    assert summary["slow_factor_by_worker"] == [1.0, 3.0] and summary["steps_by_worker"] == [8, 8]

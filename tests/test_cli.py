@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pickle
 import shutil
+import warnings
 
 import numpy as np
 import pytest
@@ -84,7 +85,9 @@ def test_truncated_dataset_file(tmp_path):
 
 def test_nan_features_in_a_dataset_file(tmp_path, monkeypatch, capsys):
     raw = _cora(tmp_path)
-    allx = pickle.loads((raw / "ind.cora.allx").read_bytes(), encoding="latin1")
+    with warnings.catch_warnings():  # an old scipy pickle: its module path is deprecated
+        warnings.simplefilter("ignore", DeprecationWarning)
+        allx = pickle.loads((raw / "ind.cora.allx").read_bytes(), encoding="latin1")
     allx.data[0] = np.nan
     (raw / "ind.cora.allx").write_bytes(pickle.dumps(allx, protocol=2))
     monkeypatch.setenv("DIGEST_DATA", str(tmp_path / "data"))

@@ -109,6 +109,7 @@ def test_cost_model_arithmetic():
 
 def test_modeled_columns_are_separate_and_labelled(runs):
     built = tables.build(load(runs), NET)
+    assert "straggler" not in built  # only when some run has --slow-workers
     et = built["epoch_time"]
     assert {"epoch_ms", "modeled @10 Gbit/s, 5 us epoch_ms"} <= set(et.columns)
     # fixture: compute = t/2, 1000 B at 1.25e9 B/s = 0.8 us, 4 messages = 20 us
@@ -123,6 +124,52 @@ def test_modeled_columns_are_separate_and_labelled(runs):
 def test_plots_write_five_pngs(runs, tmp_path):
     assert plots.main(["--runs", str(runs), "--out", str(tmp_path / "p"), "--network", "10gbit,5us"]) == 0
     assert len(list((tmp_path / "p").glob("toy_*.png"))) == 5
+
+
+def test_straggler_table_without_exact(tmp_path):
+    """Synchronous digest and DIGEST-A, each with and without a 3x slower rank 3 (as the
+    straggler suite); no exact run, so time to accuracy is empty but every table is written."""
+    root = tmp_path / "runs"
+    specs = [("sync", "digest", "", [0.1] * 4, None),
+             ("sync-slow", "digest", "3:3", [0.3] * 4, None),
+             ("async", "digest-async", "", [0.1] * 4,
+              {"steps_per_s_fast": 12.0, "steps_per_s_slow": None, "steps_by_worker": [4, 4, 4, 4],
+               "staleness_param_mean": 1.5, "staleness_param_max": 4,
+               "staleness_repr_mean": 3.0, "staleness_repr_max": 9}),
+             ("async-slow", "digest-async", "3:3", [0.15] * 4,
+              {"steps_per_s_fast": 20.0, "steps_per_s_slow": 7.0, "steps_by_worker": [5, 5, 5, 1],
+               "slow_factor_by_worker": [1.0, 1.0, 1.0, 3.0], "staleness_param_mean": 2.5,
+               "staleness_param_max": 9, "staleness_repr_mean": 4.0, "staleness_repr_max": 20})]
+    for label, method, slow, times, extra in specs:
+        d = write_run(root, label, 4, 0, times, [0.5, 0.6, 0.7, 0.8], method=method)
+        summary = json.loads((d / "summary.json").read_text())
+        summary["config"]["slow_workers"] = slow
+        summary["total_train_time"] = sum(times)
+        summary["final"] = {"test_acc": 0.8}
+        summary.update(extra or {})
+        (d / "summary.json").write_text(json.dumps(summary))
+        if method == "digest":  # synchronous DIGEST's metrics column: age 0, 1, 2, 3
+            m = pd.read_csv(d / "metrics.csv")
+            m["staleness_repr"] = [0, 1, 2, 3]
+            m.to_csv(d / "metrics.csv", index=False)
+    built = tables.build(load(root))
+    st = built["straggler"].set_index("method")
+    assert st.loc["sync", "fast_steps_per_s"] == pytest.approx(10.0)  # 4 epochs / 0.4 s
+    assert st.loc["sync", "slow_steps_per_s"] is None or math.isnan(st.loc["sync", "slow_steps_per_s"])
+    assert st.loc["sync-slow", "fast_steps_per_s"] == st.loc["sync-slow", "slow_steps_per_s"] \
+        == pytest.approx(4 / 1.2)
+    assert st.loc["sync-slow", "staleness_param_max"] == 0 and st.loc["sync", "staleness_repr_max"] == 3
+    assert st.loc["sync", "staleness_repr_mean"] == pytest.approx(1.5)
+    assert st.loc["async-slow", "fast_steps_per_s"] == 20.0 and st.loc["async-slow", "slow_steps_per_s"] == 7.0
+    assert st.loc["async-slow", "fast_vs_sync"] == pytest.approx(20.0 / (4 / 1.2))
+    assert st.loc["async", "fast_vs_sync"] == pytest.approx(1.2)
+    assert st.loc["async-slow", "steps_by_worker"] == "5/5/5/1"
+    assert st.loc["async-slow", "staleness_repr_max"] == 20
+    assert len(built["time_to_accuracy"]) == 0
+    assert tables.main(["--runs", str(root), "--out", str(tmp_path / "t")]) == 0
+    md = (tmp_path / "t" / "tables.md").read_text()
+    assert "## 5. Stragglers" in md and "| async-slow | 4 | 3:3 | 5/5/5/1 | 20.0 | 7.0 | 6.00x" in md
+    assert (tmp_path / "t" / "straggler.csv").exists()
 
 
 SUITE = {"name": "t", "datasets": ["synthetic"], "workers": [2], "seeds": [0, 1], "epochs": 3,

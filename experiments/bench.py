@@ -1,0 +1,531 @@
+"""Performance ratios of issue 7, measured side by side in ONE run on this machine.
+
+    python -m experiments.bench            # the ratios -> results/performance.{md,json}
+    python -m experiments.bench --quick    # fewer epochs -> results/quick/performance.{md,json}
+    python -m experiments.bench --scale    # the ogbn-products-size run (heavy: ~15 min, ~20 GiB)
+
+Each --scale / ratios run keeps the other part of performance.json, and performance.md is always
+rendered from the whole json, so the two can be run at different times.
+
+How each ratio is measured:
+
+* exact, 1 worker, versus plain PyG: two long-lived processes, one running our ``Trainer`` set up
+  as ``python -m digest train --workers 1`` does (threads = cores, allocator tuned), the other a
+  plain single-process torch_geometric full-graph GCN of the same shape (3 layers, hidden 256,
+  dropout 0.5, Adam; ``GCNConv(cached=True)`` on ``edge_index``, as PyG's examples/gcn.py) on the
+  same graph, with default process settings. The controller asks them for one epoch each in turn,
+  alternating which goes first; each times its own step. Ratio = median / median after warm-up.
+* DIGEST (I = 10) / exact with 4 workers: ``python -m digest train`` subprocesses, alternated
+  (exact, digest, exact, digest, ...). Representation bytes = halo forward + halo backward + store,
+  summed over all epochs (DIGEST's start-up fill included); epoch time = mean over epochs >= 1
+  (epoch 0 includes warm-up and DIGEST's fill), the sync epochs included; modeled = the cost model
+  of experiments/costmodel.py at 10 Gbit/s, 5 us on the measured per-worker columns.
+"""
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import multiprocessing as mp
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+NETWORK = "10gbit,5us"
+SCALE_SPEC = "synthetic:nodes=2400000,avg_degree=25,classes=47,features=100"
+TARGETS = {"photo": 1.10, "physics": 0.33, "digest_bytes": 0.10, "digest_time": 0.75}
+
+
+# -- the plain PyG reference ----------------------------------------------------------------------
+
+def plain_gcn(in_dim: int, hidden: int, out_dim: int, layers: int = 3, dropout: float = 0.5):
+    """A plain full-graph torch_geometric GCN (the reference every ratio divides by): dropout
+    before every layer, ReLU between layers, ``GCNConv(cached=True)`` on ``edge_index``."""
+    import torch
+    import torch.nn.functional as F
+    from torch_geometric.nn import GCNConv
+
+    class PlainGCN(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            dims = [in_dim] + [hidden] * (layers - 1) + [out_dim]
+            self.convs = torch.nn.ModuleList(GCNConv(a, b, cached=True)
+                                             for a, b in zip(dims[:-1], dims[1:]))
+
+        def forward(self, x, edge_index):
+            for i, conv in enumerate(self.convs):
+                x = conv(F.dropout(x, dropout, self.training), edge_index)
+                if i < len(self.convs) - 1:
+                    x = F.relu(x)
+            return x
+
+    return PlainGCN()
+
+
+def plain_step_fn(graph, hidden=256, layers=3, dropout=0.5, lr=0.01, seed=0,
+                  adjacency="edge_index"):
+    """``step()`` = one full-graph training step of ``plain_gcn`` on ``graph`` (dense x).
+    ``adjacency``: "edge_index" (PyG's gather/scatter message passing, examples/gcn.py) or
+    "sparse" (a torch sparse CSR adjacency, PyG's ``ToSparseTensor`` route: one SpMM per layer)."""
+    import torch
+    import torch.nn.functional as F
+
+    torch.manual_seed(seed)
+    x = graph.x.to_dense() if graph.x.is_sparse else graph.x
+    model = plain_gcn(x.size(1), hidden, graph.num_classes, layers, dropout)
+    opt = torch.optim.Adam(model.parameters(), lr=lr)
+    ei, y, mask = graph.edge_index, graph.y, graph.train_mask
+    if adjacency == "sparse":  # adj_t (row = target); the graph is symmetric
+        from torch_geometric.utils import to_torch_csr_tensor
+        ei = to_torch_csr_tensor(ei.flip(0), size=(graph.num_nodes, graph.num_nodes))
+
+    def step(epoch: int = 0) -> float:
+        model.train()
+        opt.zero_grad()
+        loss = F.cross_entropy(model(x, ei)[mask], y[mask])
+        loss.backward()
+        opt.step()
+        return float(loss.detach())
+    return step
+
+
+# -- contestants: long-lived processes that run one epoch when asked ------------------------------
+
+def ours_step_fn(dataset: str, data_root=None, hidden=256, layers=3, dropout=0.5, method="exact"):
+    """Our Trainer with 1 worker, set up as ``cli.worker`` sets up ``--workers 1``."""
+    import torch
+
+    from digest import cache, comm, metrics, perf
+    from digest.cli import _import_methods
+    from digest.config import TrainConfig
+    from digest.trainer import Trainer
+
+    _import_methods()
+    cfg = TrainConfig(dataset=dataset, data_root=data_root, method=method, workers=1,
+                      hidden=hidden, layers=layers, dropout=dropout, progress=False)
+    rt = comm.setup(cfg.timeout, "cpu")
+    torch.set_num_threads(max(1, metrics.available_cores() // rt.local_world_size))
+    perf.tune_allocator()
+    part_dir = cache.prepare_partition(dataset, 1, cfg.partitioner, cfg.seed, data_root, cfg.sparse)
+    trainer = Trainer(cfg, rt, cache.load_part(part_dir, 0))
+    return trainer.step
+
+
+def _contestant(conn, kind: str, kwargs: dict, env: dict) -> None:
+    os.environ.update(env)
+    try:
+        import warnings
+        warnings.filterwarnings("ignore")
+        import torch
+
+        from digest.metrics import available_cores, peak_memory_mb
+        if kind == "ours":
+            step = ours_step_fn(**kwargs)
+        else:
+            from digest import perf
+            from digest.data import load_dataset
+            torch.set_num_threads(available_cores())
+            if kwargs.pop("tune_allocator", False):
+                perf.tune_allocator()
+            graph = load_dataset(kwargs.pop("dataset"), kwargs.pop("data_root", None), sparse="never")
+            step = plain_step_fn(graph, **kwargs)
+        conn.send(("ready", None))
+        while True:
+            cmd, epoch = conn.recv()
+            if cmd == "stop":
+                conn.send(("peak_mem_mb", peak_memory_mb()))
+                return
+            t0 = time.perf_counter()
+            step(epoch)
+            conn.send(("time", time.perf_counter() - t0))
+    except BaseException as e:  # noqa: BLE001 - reported by the controller
+        conn.send(("error", f"{type(e).__name__}: {e}"))
+
+
+def interleaved(contestants: dict, epochs: int, warmup: int) -> dict:
+    """Run ``{name: (kind, kwargs, env)}`` one epoch each in turn (rotating who goes first) for
+    ``warmup + epochs`` rounds; returns ``{name: {"median_s", "times_s", "peak_mem_mb"}}``."""
+    ctx = mp.get_context("spawn")
+    procs = {}
+    try:
+        for name, (kind, kwargs, env) in contestants.items():
+            parent, child = ctx.Pipe()
+            p = ctx.Process(target=_contestant, args=(child, kind, dict(kwargs), dict(env)),
+                            daemon=True)
+            p.start()
+            procs[name] = (p, parent)
+            tag, val = parent.recv()  # one at a time: set-up (loading, partitioning) not overlapped
+            if tag == "error":
+                raise RuntimeError(f"{name}: {val}")
+        times = {n: [] for n in procs}
+        names = list(procs)
+        for r in range(warmup + epochs):
+            k = r % len(names)
+            for name in names[k:] + names[:k]:
+                procs[name][1].send(("step", r))
+                tag, val = procs[name][1].recv()
+                if tag == "error":
+                    raise RuntimeError(f"{name}: {val}")
+                if r >= warmup:
+                    times[name].append(val)
+        out = {}
+        for name, (p, conn) in procs.items():
+            conn.send(("stop", 0))
+            out[name] = {"median_s": statistics.median(times[name]), "times_s": times[name],
+                         "peak_mem_mb": conn.recv()[1]}
+        return out
+    finally:
+        for p, _ in procs.values():
+            p.join(timeout=30)
+            if p.is_alive():
+                p.kill()
+
+
+# -- DIGEST versus exact, 4 workers (CLI subprocesses) ---------------------------------------------
+
+def cli_run(out: Path, dataset: str, method: str, workers: int, epochs: int, extra=()) -> dict:
+    """``python -m digest train`` as a user runs it; returns its summary and metrics rows."""
+    import pandas as pd
+    flags = ["--dataset", dataset, "--method", method, "--workers", str(workers), "--epochs",
+             str(epochs), "--eval-every", str(10 * epochs), *extra, "--no-progress"]
+    cmd = [sys.executable, "-m", "digest", "train", *flags, "--out", str(out)]
+    t0 = time.perf_counter()
+    proc = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True,
+                          env={**os.environ, "PYTHONPATH": str(REPO)})
+    if proc.returncode != 0:
+        raise RuntimeError(f"{' '.join(cmd[2:])} failed ({proc.returncode}): "
+                           f"{(proc.stderr.strip().splitlines() or [''])[-1]}")
+    summary = json.loads((out / "summary.json").read_text())
+    return {"summary": summary, "metrics": pd.read_csv(out / "metrics.csv"),
+            "wall_s": time.perf_counter() - t0,
+            "command": "python -m digest train " + " ".join(flags)}
+
+
+def digest_vs_exact(dataset: str, workers: int, epochs: int, reps: int, work: Path) -> dict:
+    import pandas as pd
+
+    from experiments.costmodel import modeled_epoch_times, parse_network
+    net = parse_network(NETWORK)
+    runs = {"exact": [], "digest": []}
+    for r in range(reps):  # alternated, so that the other users' load hits both
+        for method in ("exact", "digest") if r % 2 == 0 else ("digest", "exact"):
+            extra = ("--sync-interval", "10") if method == "digest" else ()
+            runs[method].append(cli_run(work / f"{method}{r}", dataset, method, workers, epochs, extra))
+    res = {}
+    for method, rs in runs.items():
+        m = pd.concat([x["metrics"] for x in rs], ignore_index=True)
+        later = m[m["epoch"] >= 1]
+        rep = m["bytes_halo_fwd"] + m["bytes_halo_bwd"] + m["bytes_store"]
+        res[method] = {
+            "repr_bytes_per_epoch": float(rep.mean()),
+            "bytes_by_category_per_epoch": {c: float(m[f"bytes_{c}"].mean())
+                                            for c in ("halo_fwd", "halo_bwd", "store", "params")},
+            "mean_epoch_s": float(later["epoch_time"].mean()),
+            "median_epoch_s": float(later["epoch_time"].median()),
+            "mean_comm_s": float(later["comm_time"].mean()),
+            "modeled_epoch_s": float(modeled_epoch_times(later, net).mean()),
+            "peak_mem_mb_per_worker": float(m["peak_mem_mb"].max()),
+            "command": rs[0]["command"], "runs": len(rs), "epochs_per_run": epochs,
+        }
+    d, e = res["digest"], res["exact"]
+    return {"dataset": dataset, "workers": workers, "network": net.label, **{k: res[k] for k in res},
+            "bytes_ratio": d["repr_bytes_per_epoch"] / e["repr_bytes_per_epoch"],
+            "time_ratio": d["mean_epoch_s"] / e["mean_epoch_s"],
+            "time_ratio_median": d["median_epoch_s"] / e["median_epoch_s"],
+            "modeled_ratio": d["modeled_epoch_s"] / e["modeled_epoch_s"]}
+
+
+# -- the scale run ---------------------------------------------------------------------------------
+
+def _rss_gib() -> float:
+    from digest.metrics import peak_memory_mb
+    return peak_memory_mb() / 1024
+
+
+def scale_prepare(spec: str, parts_list, root) -> dict:
+    """In a child process (its memory is freed when it ends): generate, then partition into each
+    number of parts (METIS), saving the per-worker part files. Times and edge cuts."""
+    import torch
+
+    from digest.cache import prepare_partition
+    from digest.data import load_dataset
+    from digest.metrics import available_cores
+    torch.set_num_threads(available_cores())
+    t0 = time.perf_counter()
+    graph = load_dataset(spec, root)
+    out = {"generate_s": time.perf_counter() - t0, "nodes": graph.num_nodes,
+           "edges": graph.num_edges, "features": graph.num_features, "classes": graph.num_classes,
+           "generate_peak_rss_gib": _rss_gib(), "partitions": {}}
+    for parts in parts_list:
+        t0 = time.perf_counter()
+        d = prepare_partition(spec, parts, "metis", 0, root, graph=graph)
+        total = time.perf_counter() - t0
+        stats = json.loads((d / "manifest.json").read_text())["stats"]
+        out["partitions"][parts] = {
+            "partition_s": stats.get("seconds"), "partition_and_save_s": total,
+            "edge_cut": stats["edge_cut"], "edge_cut_fraction": stats["edge_cut_fraction"],
+            "halo_sizes": stats["halo_sizes"], "inner_sizes": stats["inner_sizes"],
+            "node_balance": stats["node_balance"], "dir": str(d)}
+    out["peak_rss_gib"] = _rss_gib()
+    return out
+
+
+def _in_child(fn, *args):
+    ctx = mp.get_context("spawn")
+    with ctx.Pool(1) as pool:
+        return pool.apply(fn, args)
+
+
+def scale_run(args, work: Path) -> dict:
+    spec = args.scale_spec
+    parts_list = sorted({8, *args.scale_workers})
+    print(f"scale: generating {spec} and partitioning into {parts_list} (METIS)", flush=True)
+    prep = _in_child(scale_prepare, spec, parts_list, args.data_root)
+    print(f"  generated in {prep['generate_s']:.0f} s; partitions: " + ", ".join(
+        f"{p}: {v['partition_s']:.0f} s, cut {v['edge_cut_fraction']:.1%}"
+        for p, v in prep["partitions"].items()), flush=True)
+    model = ["--layers", str(args.scale_layers), "--hidden", str(args.scale_hidden)]
+    runs = {}
+    for workers in sorted(args.scale_workers, reverse=True):
+        for method in ("exact", "digest") if workers == max(args.scale_workers) else ("exact",):
+            name = f"{method}_w{workers}"
+            print(f"  {name}: {args.scale_epochs} epochs", flush=True)
+            try:
+                r = cli_run(work / name, spec, method, workers, args.scale_epochs, model)
+            except RuntimeError as e:
+                runs[name] = {"error": str(e)}
+                print(f"    failed: {e}", flush=True)
+                continue
+            m = r["metrics"]
+            runs[name] = {
+                "method": method, "workers": workers,
+                "epoch_times_s": [float(v) for v in m["epoch_time"]],
+                "mean_epoch_s": float(m["epoch_time"].mean()),
+                "peak_mem_mb_per_worker": [float(m[f"peak_mem_mb_w{w}"].max()) for w in range(workers)],
+                "bytes_per_epoch": float(m["bytes_total"].mean()),
+                "repr_bytes_per_epoch": float((m["bytes_halo_fwd"] + m["bytes_halo_bwd"]
+                                               + m["bytes_store"]).mean()),
+                "wall_s": r["wall_s"], "command": r["command"],
+                "final_val_acc": r["summary"].get("final", {}).get("val_acc")}
+            print(f"    epochs {[round(t, 1) for t in runs[name]['epoch_times_s']]} s, peak "
+                  f"{max(runs[name]['peak_mem_mb_per_worker']) / 1024:.1f} GiB per worker", flush=True)
+    return {"spec": spec, "model": f"GCN, {args.scale_layers} layers, hidden {args.scale_hidden}, "
+            "dropout 0.5", **prep, "runs": runs}
+
+
+# -- report ----------------------------------------------------------------------------------------
+
+def machine_record() -> dict:
+    from digest.metrics import available_cores, machine, versions
+    return {"machine": machine(1, 1, available_cores()), "versions": versions()}
+
+
+def _met(value, target) -> str:
+    return "met" if value <= target else "NOT met"
+
+
+def render(doc: dict) -> str:
+    L = ["# Performance (issue 7)", ""]
+    r = doc.get("ratios")
+    if r:
+        m = r["machine"]["machine"]
+        v = r["machine"]["versions"]
+        L += [f"Ratios measured side by side in one run on {r['date']} with `{r['command']}`.",
+              f"Machine: {m['cores']} cores ({m['cpu']}), {m['ram_gib']} GiB RAM, GPU {m['gpu']}; "
+              + ", ".join(f"{k} {val}" for k, val in v.items()) + ".",
+              f"Load average at start / end: {r['load_start']} / {r['load_end']} (other users "
+              "shared this machine; each ratio's two sides ran interleaved, so load hits both).", "",
+              "| ratio | measured | target | |", "| --- | --- | --- | --- |"]
+        rows = []
+        if "photo" in r:
+            rows.append(("exact, 1 worker / plain PyG, Photo (dense)", r["photo"]["ratio"], TARGETS["photo"]))
+        if "physics" in r:
+            rows.append(("exact, 1 worker (sparse input) / plain PyG dense, Physics", r["physics"]["ratio"], TARGETS["physics"]))
+        dv = r.get("digest_vs_exact")
+        if dv:
+            rows.append((f"DIGEST (I=10) / exact, {dv['workers']} workers, Physics: representation bytes per epoch",
+                         dv["bytes_ratio"], TARGETS["digest_bytes"]))
+            rows.append((f"DIGEST (I=10) / exact, {dv['workers']} workers, Physics: measured epoch time",
+                         dv["time_ratio"], TARGETS["digest_time"]))
+        for name, val, target in rows:
+            L.append(f"| {name} | {val:.3f} | <= {target:.2f} | {_met(val, target)} |")
+        if dv:
+            L.append(f"| DIGEST / exact, modeled epoch time @{dv['network']} (modeled) | "
+                     f"{dv['modeled_ratio']:.3f} | (reported) | |")
+        L.append("")
+        for key, label in (("photo", "Photo"), ("physics", "Physics")):
+            if key not in r:
+                continue
+            x = r[key]
+            L.append(f"**{label}** ({x['epochs']} epochs after {x['warmup']} warm-up, interleaved): "
+                     + "; ".join(f"{n} {c['median_s'] * 1e3:.1f} ms/epoch (median), peak "
+                                 f"{c['peak_mem_mb'] / 1024:.2f} GiB"
+                                 for n, c in x["contestants"].items()) + ".")
+            if x.get("note"):
+                L.append(x["note"])
+            L.append("")
+        if dv:
+            d, e = dv["digest"], dv["exact"]
+            L += [f"**DIGEST vs exact, {dv['workers']} workers on {dv['dataset']}** "
+                  f"({e['runs']} run(s) of {e['epochs_per_run']} epochs each, alternated):", "",
+                  "| | exact | DIGEST |", "| --- | --- | --- |",
+                  f"| representation bytes / epoch (MiB) | {e['repr_bytes_per_epoch'] / 2**20:.2f} | {d['repr_bytes_per_epoch'] / 2**20:.2f} |",
+                  f"| parameter bytes / epoch (MiB) | {e['bytes_by_category_per_epoch']['params'] / 2**20:.2f} | {d['bytes_by_category_per_epoch']['params'] / 2**20:.2f} |",
+                  f"| mean epoch time, epochs >= 1 (s) | {e['mean_epoch_s']:.3f} | {d['mean_epoch_s']:.3f} |",
+                  f"| median epoch time (s) | {e['median_epoch_s']:.3f} | {d['median_epoch_s']:.3f} |",
+                  f"| communication time / epoch (s) | {e['mean_comm_s']:.3f} | {d['mean_comm_s']:.3f} |",
+                  f"| modeled epoch time @{dv['network']} (s, modeled) | {e['modeled_epoch_s']:.3f} | {d['modeled_epoch_s']:.3f} |",
+                  f"| peak memory per worker (GiB) | {e['peak_mem_mb_per_worker'] / 1024:.2f} | {d['peak_mem_mb_per_worker'] / 1024:.2f} |",
+                  "", f"Commands: `{e['command']}`; `{d['command']}`.", ""]
+        L += [f"- {sentence}" for sentence in _sentences(r)] + [""]
+    s = doc.get("scale")
+    if s:
+        L += ["## Scale run: synthetic graph of ogbn-products size", "",
+              f"`{s['spec']}` ({s['nodes']:,} nodes, {s['edges']:,} directed edges, "
+              f"{s['features']} features, {s['classes']} classes), run on {s['date']} with "
+              f"`{s['command']}`. Model: {s['model']}.", "",
+              f"- generation: {s['generate_s']:.0f} s (peak resident memory of the generating "
+              f"process {s['generate_peak_rss_gib']:.1f} GiB)"]
+        for p, v in sorted(s["partitions"].items(), key=lambda kv: int(kv[0])):
+            L.append(f"- METIS into {p} parts: {v['partition_s']:.0f} s (with writing the part "
+                     f"files {v['partition_and_save_s']:.0f} s); edge cut {v['edge_cut']:,} "
+                     f"({v['edge_cut_fraction']:.1%} of edges); node balance {v['node_balance']:.3f}")
+        L += ["", "| run | epoch times (s) | peak memory per worker (GiB) | bytes / epoch (MiB) |",
+              "| --- | --- | --- | --- |"]
+        for name, run in s["runs"].items():
+            if "error" in run:
+                L.append(f"| {name} | failed: {run['error']} | | |")
+                continue
+            L.append(f"| {name} | {', '.join(f'{t:.1f}' for t in run['epoch_times_s'])} | "
+                     f"{', '.join(f'{m / 1024:.2f}' for m in run['peak_mem_mb_per_worker'])} | "
+                     f"{run['bytes_per_epoch'] / 2**20:.0f} |")
+        L.append("")
+        for note in s.get("notes", []):
+            L.append(f"- {note}")
+        L.append("")
+    return "\n".join(L)
+
+
+def _sentences(r: dict) -> list[str]:
+    """One plain sentence per measured ratio, met or not."""
+    out = []
+    if "photo" in r:
+        x = r["photo"]["ratio"]
+        out.append(f"Photo (dense features): our exact trainer with 1 worker needs {x:.2f}x the "
+                   "epoch time of the plain PyG model, " + (
+                       "so the framework (halo policy, parameter sync, metrics) costs nothing "
+                       "measurable; it is faster because of its precomputed sparse adjacency and "
+                       "transpose, cheaper dropout masks, fused Adam and the allocator setting"
+                       if x <= 1.0 else "within the 10% allowance for framework overhead"
+                       if x <= TARGETS["photo"] else
+                       "more than the 10% allowed for framework overhead: target not met") + ".")
+    if "physics" in r:
+        x = r["physics"]["ratio"]
+        out.append(f"Physics (8,415 sparse input columns): with the inputs kept sparse (CSR, first "
+                   f"layer a sparse-dense product) our epoch takes {x:.2f}x the dense plain PyG "
+                   f"epoch ({1 / x:.1f}x faster); the target (<= 0.33, i.e. >= 3x faster) is "
+                   + ("met." if x <= TARGETS["physics"] else "NOT met."))
+    dv = r.get("digest_vs_exact")
+    if dv:
+        b, t, m = dv["bytes_ratio"], dv["time_ratio"], dv["modeled_ratio"]
+        out.append(f"DIGEST with I = 10 moves {b:.3f}x the representation bytes of exact per epoch "
+                   "(the store sync of the hidden layers every 10th step, forward only, versus a "
+                   "forward and a backward exchange of every hidden layer every step, plus the "
+                   "start-up fill): target <= 0.10 " + ("met." if b <= TARGETS["digest_bytes"]
+                                                         else "NOT met."))
+        out.append(f"Measured on this machine ({dv['workers']} worker processes sharing its cores, "
+                   f"loopback gloo), DIGEST's mean epoch takes {t:.2f}x exact's (median "
+                   f"{dv['time_ratio_median']:.2f}x): target <= 0.75 "
+                   + ("met" if t <= TARGETS["digest_time"] else "NOT met")
+                   + f". At {dv['network']} the cost model gives {m:.2f}x (modeled, not measured).")
+    return out
+
+
+def _load() -> str:
+    return " ".join(f"{x:.2f}" for x in os.getloadavg())
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(prog="python -m experiments.bench", description=__doc__,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--quick", action="store_true", help="fewer epochs; writes results/quick/")
+    p.add_argument("--scale", action="store_true", help="only the ogbn-products-size run")
+    p.add_argument("--out", default=None, help="folder for performance.{md,json}")
+    p.add_argument("--data-root", default=None)
+    p.add_argument("--epochs", type=int, default=None, help="timed epochs per contestant")
+    p.add_argument("--warmup", type=int, default=3)
+    p.add_argument("--skip", default="", help="comma list of photo,physics,digest to leave out")
+    p.add_argument("--digest-epochs", type=int, default=None)
+    p.add_argument("--digest-reps", type=int, default=None)
+    p.add_argument("--scale-spec", default=SCALE_SPEC)
+    p.add_argument("--scale-workers", default="1,2,4", help="worker counts of the scale run")
+    p.add_argument("--scale-epochs", type=int, default=3)
+    p.add_argument("--scale-layers", type=int, default=2)
+    p.add_argument("--scale-hidden", type=int, default=64)
+    p.add_argument("--keep", action="store_true", help="keep the run folders (printed)")
+    args = p.parse_args(argv)
+    args.scale_workers = [int(w) for w in args.scale_workers.split(",") if w]
+    out_dir = Path(args.out) if args.out else REPO / ("results/quick" if args.quick else "results")
+    epochs = args.epochs or (5 if args.quick else 20)
+    d_epochs = args.digest_epochs or (12 if args.quick else 30)
+    d_reps = args.digest_reps or (1 if args.quick else 2)
+    skip = set(filter(None, args.skip.split(",")))
+    command = " ".join(["python -m experiments.bench", *(sys.argv[1:] if argv is None else argv)])
+    date = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    json_path = out_dir / "performance.json"
+    doc = json.loads(json_path.read_text()) if json_path.exists() else {}
+    work = Path(tempfile.mkdtemp(prefix="digest-bench-"))
+    data_kw = {"data_root": args.data_root}
+    try:
+        if args.scale:
+            s = scale_run(args, work)
+            s.update(date=date, command=command, load_end=_load(), machine=machine_record())
+            doc["scale"] = s
+        else:
+            r = {"date": date, "command": command, "load_start": _load(), "machine": machine_record()}
+            for key, name in (("photo", "Photo"), ("physics", "Physics")):
+                if key in skip:
+                    continue
+                print(f"{name}: exact 1 worker vs plain PyG, {epochs} epochs each, interleaved", flush=True)
+                res = interleaved({
+                    "ours (exact, 1 worker)": ("ours", {"dataset": name, **data_kw}, {}),
+                    "plain PyG (dense)": ("plain", {"dataset": name, **data_kw}, {}),
+                }, epochs, args.warmup)
+                ours, plain = res["ours (exact, 1 worker)"], res["plain PyG (dense)"]
+                r[key] = {"dataset": name, "epochs": epochs, "warmup": args.warmup,
+                          "contestants": res, "ratio": ours["median_s"] / plain["median_s"]}
+                print(f"  ours {ours['median_s'] * 1e3:.1f} ms, plain {plain['median_s'] * 1e3:.1f} ms:"
+                      f" ratio {r[key]['ratio']:.3f} (target <= {TARGETS[key]})", flush=True)
+            if "digest" not in skip:
+                print(f"Physics, 4 workers: exact and DIGEST (I=10), {d_reps} x {d_epochs} epochs each",
+                      flush=True)
+                dv = digest_vs_exact("Physics", 4, d_epochs, d_reps, work)
+                r["digest_vs_exact"] = dv
+                print(f"  bytes ratio {dv['bytes_ratio']:.3f} (target <= 0.10), time ratio "
+                      f"{dv['time_ratio']:.3f} (target <= 0.75), modeled @{dv['network']} "
+                      f"{dv['modeled_ratio']:.3f}", flush=True)
+            r["load_end"] = _load()
+            old = doc.get("ratios", {})
+            doc["ratios"] = {**{k: v for k, v in old.items() if k in skip}, **r}
+        doc = json.loads(json.dumps(doc, default=str))  # times_s lists etc. as plain JSON
+        out_dir.mkdir(parents=True, exist_ok=True)
+        from digest.metrics import atomic_write, write_json
+        write_json(json_path, doc)
+        atomic_write(out_dir / "performance.md", render(doc))
+        print(f"wrote {out_dir / 'performance.md'} and {json_path}")
+    finally:
+        if args.keep:
+            print(f"run folders kept in {work}")
+        else:
+            shutil.rmtree(work, ignore_errors=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
