@@ -27,7 +27,10 @@ def test_epoch(benchmark, data_root, method, world):
                                 layers=cfg.layers, hidden=cfg.hidden)
 
 
-def test_epoch_plain_pyg_reference(benchmark, data_root):
+@pytest.mark.parametrize("adjacency", ["edge_index", "sparse"])
+def test_epoch_plain_pyg_reference(benchmark, data_root, adjacency):
+    """PyG's two usual forms: gather/scatter on ``edge_index`` and one SpMM on a sparse CSR
+    adjacency (run in this process, threads = cores, default allocator)."""
     import torch
 
     from digest.data import load_dataset
@@ -35,7 +38,7 @@ def test_epoch_plain_pyg_reference(benchmark, data_root):
     from experiments.bench import plain_step_fn
     torch.set_num_threads(available_cores())
     graph = load_dataset(DATASET, data_root)
-    step = plain_step_fn(graph, hidden=256, layers=3, dropout=0.5)
+    step = plain_step_fn(graph, hidden=256, layers=3, dropout=0.5, adjacency=adjacency)
     benchmark.pedantic(step, warmup_rounds=2, rounds=10, iterations=1)
-    benchmark.extra_info.update(dataset=DATASET, method="plain PyG (GCNConv, edge_index)",
+    benchmark.extra_info.update(dataset=DATASET, method=f"plain PyG (GCNConv, {adjacency})",
                                 workers=1, layers=3, hidden=256)

@@ -77,7 +77,6 @@ from torch._utils import _flatten_dense_tensors, _unflatten_dense_tensors
 from tqdm import tqdm
 
 from . import comm
-from .halo import exchange
 from .methods import register
 from .metrics import atomic_write, csv_text, peak_memory_mb, write_json
 from .store import StaleHalo
@@ -307,18 +306,6 @@ class AsyncStaleHalo(StaleHalo):
             full = torch.cat(self.pieces)
             for l, rows in zip(layers, full.split([self.widths[l] for l in layers], 1)):
                 self.store[l] = rows
-
-    @torch.no_grad()
-    def _fill(self, forward) -> None:
-        """As StaleHalo._fill, also keeping this worker's inner rows to seed the server's store."""
-        def exact(layer, h_inner):
-            self.latest[layer] = h_inner.detach()
-            self.store[layer] = exchange(h_inner, self.plan, "store")
-            return torch.cat([h_inner, self.store[layer]])
-        training = self.model.training
-        self.model.eval()
-        forward(exact)
-        self.model.train(training)
 
 
 class AsyncTrainer(Trainer):

@@ -97,8 +97,10 @@ class StaleHalo(HaloPolicy):
 
     @torch.no_grad()
     def _fill(self, forward) -> None:
-        """Exact forward pass (no dropout) whose exchanged halo rows become the first store."""
+        """Exact forward pass (no dropout) whose exchanged halo rows become the first store
+        (its inner rows are kept too: DIGEST-A seeds its server's store with them)."""
         def exact(layer, h_inner):
+            self.latest[layer] = h_inner.detach()
             self.store[layer] = exchange(h_inner, self.plan, "store")
             return torch.cat([h_inner, self.store[layer]])
         training = self.model.training

@@ -126,3 +126,20 @@ def test_sparse_inputs_train_like_dense_inputs(tmp_path):
 def test_tune_allocator_is_idempotent():
     first = perf.tune_allocator()
     assert perf.tune_allocator() is first
+
+
+def test_dropped_rows_linear_matches_dropout_then_linear():
+    from digest.models.base import DroppedRows
+    torch.manual_seed(1)
+    x = torch.randn(50, 12)
+    rows = DroppedRows(x, 0.3)
+    w1 = torch.randn(6, 12, requires_grad=True)
+    w2 = w1.detach().clone().requires_grad_()
+    out1 = rows.linear(w1)
+    out2 = (x * rows.mask * rows.scale) @ w2.t()
+    assert torch.allclose(out1, out2, atol=1e-5)
+    g = torch.randn_like(out2)
+    out1.backward(g)
+    out2.backward(g)
+    assert torch.allclose(w1.grad, w2.grad, atol=1e-5)
+    assert abs(float(rows.mask.float().mean()) - 0.7) < 0.1

@@ -5,12 +5,13 @@ import torch
 from torch_geometric.nn import GCNConv
 
 from ..part import LocalPart
-from .base import GNN, GraphView, SparseFeatures, csr, csr32, local_edges, spmm
+from .base import GNN, DroppedRows, GraphView, SparseFeatures, csr, csr32, local_edges, spmm
 
 
 class GCN(GNN):
     # (X W) first: a sparse X makes the first layer a sparse-dense product, no dense X needed
     sparse_input = True
+    lazy_input = True
 
     def make_conv(self, in_dim, out_dim):
         # weights are precomputed in the view, so PyG must not renormalise or add self-loops
@@ -21,7 +22,7 @@ class GCN(GNN):
         # done here with its own parameters so that sparse inputs stay sparse (SparseFeatures)
         # and the backward uses the view's precomputed transpose (no per-step sort).
         c = self.convs[layer]
-        xw = h.linear(c.lin.weight) if isinstance(h, SparseFeatures) else c.lin(h)
+        xw = h.linear(c.lin.weight) if isinstance(h, (SparseFeatures, DroppedRows)) else c.lin(h)
         out = spmm(view, xw)
         return out + c.bias if c.bias is not None else out
 
