@@ -14,7 +14,7 @@ import numpy as np
 import torch
 from torch import Tensor
 
-from .graph import Graph, degree
+from .graph import Graph
 
 PARTITIONERS = ("metis", "random")
 

@@ -102,10 +102,12 @@ class Trainer:
         for epoch in bar:
             _fault_injection(rank, epoch)
             comm.traffic.reset()
-            t0 = time.perf_counter()
+            t0, c0 = time.perf_counter(), time.process_time()
             loss = self.step(epoch)
+            cpu = time.process_time() - c0  # this process's CPU seconds (all its threads)
             slept = straggle(time.perf_counter() - t0 - comm.traffic.seconds)
-            mine = {"time": time.perf_counter() - t0, "loss": loss, **comm.traffic.snapshot(),
+            mine = {"time": time.perf_counter() - t0, "loss": loss, "cpu_time": cpu,
+                    **comm.traffic.snapshot(),
                     "peak_mem_mb": peak_memory_mb(), **self.policy.state()}
             if cfg.slow_workers:
                 mine["slept"] = slept
@@ -203,6 +205,8 @@ def _aggregate(per_worker: list[dict]) -> dict:
         row[f"bytes_w{r}"] = w["bytes_total"]
         row[f"messages_w{r}"] = w["messages"]
         row[f"peak_mem_mb_w{r}"] = w["peak_mem_mb"]
+        if "cpu_time" in w:  # CPU seconds: compute without the wait for a shared core
+            row[f"cpu_time_w{r}"] = w["cpu_time"]
     return row
 
 

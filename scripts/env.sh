@@ -14,8 +14,11 @@ _want="$(sha256sum "$_here/requirements.txt" | cut -d' ' -f1)"
 if [ "$(cat "$_stamp" 2>/dev/null)" != "$_want" ]; then
   echo "installing pinned packages into $_venv (once)" >&2
   # torch alone first, so that nothing else can pull a different (e.g. several-GB CUDA) build
-  "$_venv/bin/python" -m pip install -q --disable-pip-version-check torch==2.13.0
-  "$_venv/bin/python" -m pip install -q --disable-pip-version-check -r "$_here/requirements.txt"
+  # (the grep drops pip's notices about this machine's local index folders, not errors)
+  "$_venv/bin/python" -m pip install -q --disable-pip-version-check torch==2.13.0 \
+    2> >(grep -v "is ignored: it is neither a file nor a directory" >&2)
+  "$_venv/bin/python" -m pip install -q --disable-pip-version-check -r "$_here/requirements.txt" \
+    2> >(grep -v "is ignored: it is neither a file nor a directory" >&2)
   echo "$_want" > "$_stamp"
 fi
 # shellcheck disable=SC1091

@@ -51,7 +51,7 @@ def reference(graph, cfg, name):
         loss = F.cross_entropy(h[graph.train_mask], graph.y[graph.train_mask])
         loss.backward()
         opt.step()
-        losses.append(float(loss))
+        losses.append(float(loss.detach()))
     return torch.tensor(losses, dtype=torch.float64)
 
 

@@ -1,0 +1,50 @@
+"""experiments/bench.py: the report says every ratio, met or not, and the CPU-time cost model reads
+the per-worker columns the trainer writes (the measurements themselves are benchmarks, not tests)."""
+from __future__ import annotations
+
+import pandas as pd
+
+from experiments import bench
+from experiments.costmodel import parse_network
+
+
+def _contestants(ours, ref):
+    return {bench.OURS: {"median_s": ours, "peak_mem_mb": 100.0, "times_s": [ours]},
+            bench.PLAIN_SP: {"median_s": ref, "peak_mem_mb": 100.0, "times_s": [ref]}}
+
+
+def _side(t, cpu):
+    return {"repr_bytes_per_epoch": 1e6, "bytes_by_category_per_epoch": {"params": 1e6},
+            "mean_epoch_s": t, "median_epoch_s": t, "mean_comm_s": 0.1, "modeled_epoch_s": t,
+            "modeled_cpu_epoch_s": cpu, "peak_mem_mb_per_worker": 500.0, "command": "c",
+            "runs": 1, "epochs_per_run": 3}
+
+
+def test_render_states_every_ratio_met_or_not():
+    machine = {"machine": {"cores": 2, "cpu": "x", "ram_gib": 1, "gpu": "none"},
+               "versions": {"torch": "t"}}
+    doc = {"ratios": {
+        "date": "d", "command": "python -m experiments.bench", "load_start": "1", "load_end": "1",
+        "machine": machine,
+        "photo": {"epochs": 2, "warmup": 1, "ratio": 1.2, "reference": bench.PLAIN_SP,
+                  "contestants": _contestants(1.2, 1.0), "ratios_by_reference": {bench.PLAIN_SP: 1.2}},
+        "physics": {"epochs": 2, "warmup": 1, "ratio": 0.1, "reference": bench.PLAIN_SP,
+                    "contestants": _contestants(0.1, 1.0), "ratios_by_reference": {bench.PLAIN_SP: 0.1}},
+        "digest_vs_exact": {"dataset": "Physics", "workers": 4, "network": "10 Gbit/s, 5 us",
+                            "exact": _side(1.0, 0.4), "digest": _side(0.9, 0.3),
+                            "bytes_ratio": 0.07, "time_ratio": 0.9, "time_ratio_median": 0.9,
+                            "modeled_ratio": 1.0, "modeled_cpu_ratio": 0.75}}}
+    text = bench.render(doc)
+    assert "| 1.200 | <= 1.10 | NOT met |" in text and "| 0.100 | <= 0.33 | met |" in text
+    assert "| 0.070 | <= 0.10 | met |" in text and "| 0.900 | <= 0.75 | NOT met |" in text
+    assert "0.750" in text and "modeled" in text
+    assert text.count("- ") >= 4  # one sentence per ratio
+
+
+def test_modeled_cpu_uses_cpu_seconds_bytes_and_messages():
+    net = parse_network("1gbyte,1ms")
+    m = pd.DataFrame({"cpu_time_w0": [1.0, 2.0], "bytes_w0": [1e9, 0], "messages_w0": [10, 0],
+                      "cpu_time_w1": [0.5, 3.0], "bytes_w1": [0, 0], "messages_w1": [0, 0]})
+    # epoch 0: max(1 + 1 + 0.01, 0.5) = 2.01; epoch 1: max(2, 3) = 3
+    assert abs(bench._modeled_cpu(m, net) - (2.01 + 3) / 2) < 1e-9
+    assert bench._modeled_cpu(pd.DataFrame({"x": [1]}), net) is None
