@@ -89,7 +89,9 @@ SYNTHETIC_KEYS = {
     'avg_degree': (float, lambda v: v > 0, 'a number > 0'),
     'homophily': (float, lambda v: 0 <= v <= 1, 'a number in [0, 1]'),
     'signal': (float, lambda v: v >= 0, 'a number >= 0'),
-    'degree_exp': (float, lambda v: v > 1, 'a number > 1')}
+    'degree_exp': (float, lambda v: v > 1, 'a number > 1'),
+    'communities': (int, lambda v: v >= 1, 'an int >= 1'),
+    'locality': (float, lambda v: 0 <= v <= 1, 'a number in [0, 1]')}
 
 
 # (nodes, directed edges after symmetrisation, features) of the registered datasets: enough to

@@ -38,13 +38,14 @@ def _propensities(rng: np.random.Generator, n: int, exponent: float, avg_degree:
     return np.minimum(theta, cap)
 
 
-def _sample_pairs(rng, count, cum, lo, hi, total, y_sorted, order, homophily):
+def _sample_pairs(rng, count, cum, lo, hi, total, y_sorted, order, homophily, local=None):
     """Draw ``count`` undirected pairs. Source ~ theta over all nodes; with probability
     ``homophily`` the target ~ theta inside the source's class, otherwise ~ theta over the
     OTHER classes (so the realised edge homophily is ``homophily``, not h + (1-h)/C).
 
     Nodes are ordered by class, so class c owns the mass interval [lo[c], hi[c]) of the
     cumulative propensity ``cum``; inverse-CDF sampling is a single searchsorted.
+    ``local`` (see ``_Communities``) keeps a fraction of the targets in the source's community.
     """
     last = len(cum) - 1
     src_pos = np.minimum(np.searchsorted(cum, rng.random(count) * total, side='right'), last)
@@ -55,19 +56,67 @@ def _sample_pairs(rng, count, cum, lo, hi, total, y_sorted, order, homophily):
     # inside: uniform in [lo_c, hi_c); outside: uniform in [0, total - mass_c), skipping class c.
     pos = np.where(inside, lo[c] + u * mass_c, u * (total - mass_c))
     pos = np.where(~inside & (pos >= lo[c]), pos + mass_c, pos)
-    dst_pos = np.minimum(np.searchsorted(cum, pos, side='right'), last)
-    return np.stack([order[src_pos], order[dst_pos]])
+    dst = order[np.minimum(np.searchsorted(cum, pos, side='right'), last)]
+    src = order[src_pos]
+    if local is not None:
+        dst = local.retarget(rng, src, c, inside, u, dst)
+    return np.stack([src, dst])
+
+
+class _Communities:
+    """K communities independent of the classes: nodes ordered by (community, class), so each
+    community k and each (k, class c) cell is one interval of cumulative mass. ``retarget`` moves
+    a fraction ``locality`` of the targets into the source's community, with the same class
+    choice (same class / other class) the pair already made, so homophily is kept."""
+
+    def __init__(self, rng, y, theta, classes: int, communities: int, locality: float):
+        n, C, K = len(y), classes, communities
+        self.comm = rng.integers(0, K, n)
+        cell = self.comm * C + y
+        self.order = np.argsort(cell, kind='stable')
+        self.cum = np.cumsum(theta[self.order])
+        self.c_lo, self.c_hi = _intervals(self.cum, np.cumsum(np.bincount(cell, minlength=K * C)))
+        k_ends = np.cumsum(np.bincount(self.comm, minlength=K))
+        self.k_lo, self.k_hi = _intervals(self.cum, k_ends)
+        self.C, self.locality = C, locality
+
+    def retarget(self, rng, src, c, inside, u, dst):
+        k = self.comm[src]
+        cell = k * self.C + c
+        lo, mass = self.c_lo[cell], self.c_hi[cell] - self.c_lo[cell]
+        k_mass = self.k_hi[k] - self.k_lo[k]
+        # same class: inside the (k, c) cell; other class: community k without that cell
+        pos = np.where(inside, lo + u * mass, self.k_lo[k] + u * (k_mass - mass))
+        pos = np.where(~inside & (pos >= lo), pos + mass, pos)
+        last = len(self.cum) - 1
+        local = self.order[np.minimum(np.searchsorted(self.cum, pos, side='right'), last)]
+        # a community without other-class mass keeps the global target
+        use = (rng.random(len(src)) < self.locality) & (inside | (k_mass - mass > 0))
+        return np.where(use, local, dst)
+
+
+def _intervals(cum, ends):
+    """[lo, hi) of the cumulative mass of consecutive blocks ending (exclusive) at ``ends``."""
+    hi = np.where(ends > 0, cum[np.maximum(ends - 1, 0)], 0.0)  # an empty block: empty interval
+    return np.concatenate([[0.0], hi[:-1]]), hi
 
 
 def make_synthetic(nodes: int = 3000, classes: int = 8, avg_degree: float = 10.0,
                    features: int = 64, homophily: float = 0.8, seed: int = 0,
                    signal: float = 0.22, degree_exp: float = 2.5,
-                   train: float = 0.6, val: float = 0.2, name: str | None = None) -> Graph:
+                   train: float = 0.6, val: float = 0.2, name: str | None = None,
+                   communities: int = 1, locality: float = 0.9) -> Graph:
     """Generate a DC-SBM graph with class-dependent Gaussian features.
 
     Args:
         nodes: N, number of nodes (>= 2).
-        classes: C, number of classes = communities.
+        classes: C, number of classes.
+        communities: K >= 1 communities drawn independently of the classes (1: none, the
+            default). Real graphs have locality: most edges stay inside small clusters, which a
+            partitioner keeps together. With K = 1 every pair of a class is equally likely, so a
+            partition of a large graph cuts many edges and its halos are large.
+        locality: with K > 1, the fraction of edges whose target is drawn inside the source's
+            community (same class or not, as homophily decides).
         avg_degree: target mean degree of the final (symmetric, deduplicated) graph.
         features: F, feature dimension.
         homophily: fraction of edges joining two nodes of the same class (edge homophily).
@@ -93,10 +142,14 @@ def make_synthetic(nodes: int = 3000, classes: int = 8, avg_degree: float = 10.0
     total = float(cum[-1])
     counts = np.bincount(y, minlength=C)
     ends = np.cumsum(counts)
-    hi = np.where(ends > 0, cum[np.maximum(ends - 1, 0)], 0.0)  # empty class: empty interval
-    lo = np.concatenate([[0.0], hi[:-1]])
+    lo, hi = _intervals(cum, ends)
     if C == 1:
         homophily = 1.0  # no other class to draw from
+    K = int(communities)
+    if K < 1 or not 0 <= locality <= 1:
+        raise ValueError(f'need communities >= 1 and 0 <= locality <= 1, got {K}, {locality}')
+    # drawn only when K > 1, so that K = 1 reproduces the graphs made before the option existed
+    local = _Communities(rng, y, theta, C, K, float(locality)) if K > 1 else None
 
     # canonical_edges stores both directions: N*d/2 undirected pairs give mean degree d. Self
     # loops and duplicates are lost, so top up (a few rounds) with pairs scaled by the yield.
@@ -105,7 +158,7 @@ def make_synthetic(nodes: int = 3000, classes: int = 8, avg_degree: float = 10.0
     want = target // 2
     for _ in range(4):
         chunks = [torch.from_numpy(_sample_pairs(rng, min(_CHUNK, want - s), cum, lo, hi, total,
-                                                 y_sorted, order, homophily))
+                                                 y_sorted, order, homophily, local))
                   for s in range(0, want, _CHUNK)]
         half = edge_index[:, edge_index[0] < edge_index[1]]  # one direction of what we have
         before = edge_index.size(1)
@@ -126,12 +179,18 @@ def make_synthetic(nodes: int = 3000, classes: int = 8, avg_degree: float = 10.0
     train_mask, val_mask, test_mask = random_split(n, seed, train, val)
     src, dst = edge_index
     measured = float((y_t[src] == y_t[dst]).float().mean()) if src.numel() else float('nan')
+    extra = {}
+    if local is not None:
+        comm = torch.from_numpy(local.comm)
+        extra['locality_measured'] = float((comm[src] == comm[dst]).float().mean()) \
+            if src.numel() else float('nan')
     opts = dict(nodes=n, classes=C, avg_degree=avg_degree, features=features,
-                homophily=homophily, seed=seed, signal=signal, degree_exp=degree_exp)
+                homophily=homophily, seed=seed, signal=signal, degree_exp=degree_exp,
+                **({'communities': K, 'locality': locality} if K > 1 else {}))
     meta = {'source': 'synthetic DC-SBM (digest.synthetic.make_synthetic)',
             'split': f'random {train:.0%}/{val:.0%}/{1 - train - val:.0%} (seed={seed})',
             'options': opts, 'homophily_measured': measured,
-            'avg_degree_measured': edge_index.size(1) / n}
+            'avg_degree_measured': edge_index.size(1) / n, **extra}
     return Graph(name=name or 'synthetic', x=torch.from_numpy(x), y=y_t, edge_index=edge_index,
                  train_mask=train_mask, val_mask=val_mask, test_mask=test_mask,
                  num_classes=C, meta=meta)

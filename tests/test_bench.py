@@ -48,3 +48,24 @@ def test_modeled_cpu_uses_cpu_seconds_bytes_and_messages():
     # epoch 0: max(1 + 1 + 0.01, 0.5) = 2.01; epoch 1: max(2, 3) = 3
     assert abs(bench._modeled_cpu(m, net) - (2.01 + 3) / 2) < 1e-9
     assert bench._modeled_cpu(pd.DataFrame({"x": [1]}), net) is None
+
+
+def test_cpu_seconds_sum_the_workers_and_render_with_utilisation():
+    m = pd.DataFrame({"cpu_time_w0": [1.0, 2.0], "cpu_time_w1": [0.5, 0.5], "epoch_time": [1, 1]})
+    assert bench._cpu_seconds(m) == (1.5 + 2.5) / 2
+    assert bench._cpu_seconds(pd.DataFrame({"x": [1]})) is None
+    machine = {"machine": {"cores": 2, "cpu": "x", "ram_gib": 1, "gpu": "none"}, "versions": {}}
+    exact, digest = _side(1.0, 0.4), _side(0.9, 0.3)
+    exact["cpu_s_per_epoch"], digest["cpu_s_per_epoch"] = 2.0, 1.62
+    doc = {"ratios": {"date": "d", "command": "c", "load_start": "1", "load_end": "1",
+                      "machine": machine, "git_commit": "abcdef0123",
+                      "digest_vs_exact": {"dataset": "Physics", "workers": 4, "network": "n",
+                                          "exact": exact, "digest": digest, "bytes_ratio": 0.07,
+                                          "time_ratio": 0.9, "time_ratio_median": 0.9,
+                                          "modeled_ratio": 1.0, "modeled_cpu_ratio": None,
+                                          "cpu_ratio": 0.81}}}
+    text = bench.render(doc)
+    assert "| 0.810 | (reported) |" in text and "at git commit abcdef0." in text
+    # 2.0 CPU s / (2 cores x 1.0 s) and 1.62 / (2 x 0.9): both cores busy all epoch
+    assert "| core utilisation (CPU seconds / (cores x epoch time)) | 100% | 90% |" in text
+    assert "0.81x exact's" in text

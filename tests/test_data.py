@@ -52,6 +52,8 @@ def test_parse_spec_names_and_options():
                         homophily=0.7, seed=3)
     assert isinstance(opts['nodes'], int) and isinstance(opts['avg_degree'], float)
     assert parse_spec('synthetic:nodes=2.4e6')[1]['nodes'] == 2_400_000
+    assert parse_spec('synthetic:communities=64,locality=0.95')[1] == dict(communities=64,
+                                                                           locality=0.95)
     for spec, name in [('cora', 'Cora'), ('CITESEER', 'CiteSeer'), ('ogbn_arxiv', 'ogbn-arxiv'),
                        ('OGBN-Papers100M', 'ogbn-papers100M'), ('physics', 'Physics')]:
         assert parse_spec(spec)[0].name == name
@@ -62,7 +64,7 @@ def test_parse_spec_names_and_options():
     'synthetic:homophily=1.5', 'synthetic:homophily=-0.1', 'synthetic:nodes',
     'synthetic:nodes=10,nodes=20', 'synthetic:avg_degree=0', 'synthetic:nodes=10,classes=11',
     'synthetic:nodes=10,avg_degree=10', 'synthetic:seed=nan', 'synthetic:features=inf',
-    'synthetic:seed=-1', 'Cora:split=random'])
+    'synthetic:seed=-1', 'synthetic:communities=0', 'synthetic:locality=1.2', 'Cora:split=random'])
 def test_bad_options_are_one_line_errors(spec):
     msg = one_line_error(spec)
     assert 'valid keys' in msg and spec.partition(':')[2].split(',')[0] in msg

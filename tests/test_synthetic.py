@@ -87,3 +87,33 @@ def test_tiny_and_single_class():
     assert g.num_nodes == 2 and g.num_edges <= 2
     g = make_synthetic(nodes=300, classes=1, avg_degree=4, features=3, homophily=0.2, seed=0)
     assert g.num_edges > 0 and int(g.y.max()) == 0
+
+
+def test_default_graph_is_unchanged_by_the_community_option():
+    """Committed results were made before ``communities`` existed: the default (K = 1) must keep
+    drawing the same graph. The digest is of the graph generated at git commit 301e7fc."""
+    import hashlib
+    g = make_synthetic(nodes=900, classes=5, avg_degree=8, features=6, seed=3)
+    h = hashlib.sha256()
+    for t in (g.x, g.y, g.edge_index):
+        h.update(t.numpy().tobytes())
+    assert h.hexdigest() == 'ddc1c3f29b94e34f59da20fa2388d405b66fd414e34787ea85a9f529f4c332aa'
+    assert _same(g, make_synthetic(nodes=900, classes=5, avg_degree=8, features=6, seed=3,
+                                   communities=1, locality=0.3))
+    assert 'communities' not in g.meta['options'] and 'locality_measured' not in g.meta
+
+
+def test_communities_keep_edges_local_and_partitions_small():
+    from digest.partition import partition, partition_stats
+    kw = dict(nodes=20000, classes=4, avg_degree=16, features=4, homophily=0.8, seed=0)
+    flat = make_synthetic(**kw)
+    local = make_synthetic(**kw, communities=16, locality=0.9)
+    assert local.meta['options']['communities'] == 16
+    assert local.meta['locality_measured'] >= 0.85  # 0.9 + a share of the global draws - dedup
+    assert abs(local.meta['homophily_measured'] - 0.8) <= 0.06
+    assert abs(local.num_edges / local.num_nodes - 16) <= 0.15 * 16
+    assert torch.equal(canonical_edges(local.edge_index, local.num_nodes), local.edge_index)
+    cut = [partition_stats(partition(g, 4), g.edge_index)['edge_cut_fraction'] for g in (flat, local)]
+    assert cut[1] < 0.6 * cut[0], cut  # METIS finds the communities
+    with pytest.raises(ValueError):
+        make_synthetic(nodes=100, communities=0)

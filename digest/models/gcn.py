@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import torch
+import torch.nn.functional as F
 from torch_geometric.nn import GCNConv
 
 from ..part import LocalPart
@@ -22,8 +23,15 @@ class GCN(GNN):
         # done here with its own parameters so that sparse inputs stay sparse (SparseFeatures)
         # and the backward uses the view's precomputed transpose (no per-step sort).
         c = self.convs[layer]
-        xw = h.linear(c.lin.weight) if isinstance(h, (SparseFeatures, DroppedRows)) else c.lin(h)
-        out = spmm(view, xw)
+        if isinstance(h, (SparseFeatures, DroppedRows)):
+            out = spmm(view, h.linear(c.lin.weight))
+        elif c.lin.in_channels <= c.lin.out_channels:
+            # aggregate first: the dense product then runs on the n_inner aggregated rows instead
+            # of all n_inner + n_halo input rows (A (H W) = (A H) W; the sparse product costs
+            # nnz x width either way when the widths are equal)
+            return F.linear(spmm(view, h), c.lin.weight, c.bias)  # bias added by the same kernel
+        else:
+            out = spmm(view, c.lin(h))  # transform first: the sparse product on the narrow side
         return out + c.bias if c.bias is not None else out
 
     @staticmethod
