@@ -60,9 +60,9 @@ class CompressedHalo(HaloPolicy):
         k = width(F, self.ratio)
         codec = self.codecs[str(layer)] if str(layer) in self.codecs else None
         if codec is None or k >= F:  # r = 1 is the exact exchange (learned maps bypassed)
-            return torch.cat([h_inner, exchange(h_inner, self.plan)])
+            return exchange(h_inner, self.plan)
         z = codec.encode(h_inner.index_select(0, self.plan.send_flat), k, self.step)
-        return torch.cat([h_inner, codec.decode(exchange(z, self.wire), F, self.step)])
+        return codec.decode(exchange(z, self.wire), F, self.step)
 
     def state(self):
         ks = [width(c.features, self.ratio) for c in self.codecs.values()]

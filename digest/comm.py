@@ -110,12 +110,12 @@ def world_size() -> int:
 
 
 def all_to_all_rows(send: Tensor, send_counts: list[int], recv_counts: list[int],
-                    category: str, out: Tensor | None = None) -> Tensor:
+                    category: str) -> Tensor:
     """ONE all-to-all of row blocks: ``send`` holds the rows for peer 0, then peer 1, ...;
     the result holds the rows from peer 0, then peer 1, ... Shapes ``[sum(send_counts), F]`` ->
-    ``[sum(recv_counts), F]``. ``out`` (contiguous, that shape): receive into it, no new buffer."""
+    ``[sum(recv_counts), F]``."""
     tail = tuple(send.shape[1:])
-    recv = send.new_empty((sum(recv_counts), *tail)) if out is None else out
+    recv = send.new_empty((sum(recv_counts), *tail))
     if world_size() == 1:
         return recv.copy_(send) if send.numel() else recv
     t0 = time.perf_counter()

@@ -1,7 +1,8 @@
 """The halo exchange and the halo policies (METHODS.md sections 1-3).
 
 A *halo policy* answers one question per layer l >= 1: given this worker's fresh inner rows h^l,
-what are the rows of its halo? The answer is the whole difference between methods:
+what are the rows of its halo? The answer (rows ``[n_halo, F]``, never concatenated with the inner
+rows: the model aggregates the two blocks separately) is the whole difference between methods:
 exact (fetch them now, gradients flow back), none (partition-based: drop cut edges), stale
 (DIGEST, in store.py), compressed (VARCO, in baselines/varco.py).
 """
@@ -65,40 +66,6 @@ def exchange(h_inner: Tensor, plan: HaloPlan, fwd: str = "halo_fwd", bwd: str = 
     return HaloExchange.apply(h_inner, plan, fwd, bwd)
 
 
-class HaloCat(torch.autograd.Function):
-    """``torch.cat([h_inner, exchange(h_inner)])`` in one buffer: the all-to-all receives straight
-    into the rows after the inner block. Backward: the inner rows' gradient plus, summed into the
-    boundary rows, the halo gradients sent back by their holders (one all-to-all)."""
-
-    @staticmethod
-    def forward(ctx, h_inner: Tensor, plan: HaloPlan, fwd: str = "halo_fwd",
-                bwd: str = "halo_bwd") -> Tensor:
-        ctx.plan, ctx.bwd = plan, bwd
-        n = h_inner.size(0)
-        out = h_inner.new_empty((n + sum(plan.recv_counts), *h_inner.shape[1:]))
-        out[:n] = h_inner
-        send = h_inner.index_select(0, plan.send_flat)
-        comm.all_to_all_rows(send, plan.send_counts, plan.recv_counts, fwd, out=out[n:])
-        return out
-
-    @staticmethod
-    def backward(ctx, grad: Tensor):
-        plan = ctx.plan
-        n = plan.n_inner
-        grad_send = comm.all_to_all_rows(grad[n:].contiguous(), plan.recv_counts,
-                                         plan.send_counts, ctx.bwd)
-        return grad[:n].index_add(0, plan.send_flat, grad_send), None, None, None
-
-
-def with_halo(h_inner: Tensor, plan: HaloPlan, fwd: str = "halo_fwd",
-              bwd: str = "halo_bwd") -> Tensor:
-    """Inner rows, then their exact halo rows (gradients flow back to the owners).
-    Shapes ``[n_inner, F] -> [n_inner + n_halo, F]``. One process alone has no halo: no copy."""
-    if comm.world_size() == 1 and not sum(plan.recv_counts):
-        return h_inner
-    return HaloCat.apply(h_inner, plan, fwd, bwd)
-
-
 class HaloPolicy:
     """Base class. ``induced`` selects the local graph: False = inner + halo rows with global-degree
     normalisation; True = the induced subgraph of the inner rows (partition-based)."""
@@ -108,8 +75,9 @@ class HaloPolicy:
     def __init__(self, part: LocalPart, plan: HaloPlan):
         self.part, self.plan = part, plan
 
-    def halo(self, layer: int, h_inner: Tensor) -> Tensor:  # pragma: no cover - abstract
-        """Rows ``[n_inner + n_halo, F]`` (inner first) to feed layer ``layer``."""
+    def halo(self, layer: int, h_inner: Tensor) -> Tensor | None:  # pragma: no cover - abstract
+        """The halo rows ``[n_halo, F]`` that layer ``layer`` reads beside ``h_inner``, or None
+        (no halo). Rows that require grad send their gradient back to their owners."""
         raise NotImplementedError
 
     def before_step(self, step: int, forward) -> None:
@@ -139,7 +107,9 @@ class ExactHalo(HaloPolicy):
         self.fwd = fwd
 
     def halo(self, layer, h_inner):
-        return with_halo(h_inner, self.plan, self.fwd)
+        if comm.world_size() == 1 and not sum(self.plan.recv_counts):
+            return None  # one process alone has no halo
+        return exchange(h_inner, self.plan, self.fwd)
 
 
 class NoHalo(HaloPolicy):
@@ -148,4 +118,4 @@ class NoHalo(HaloPolicy):
     induced = True
 
     def halo(self, layer, h_inner):
-        return h_inner
+        return None

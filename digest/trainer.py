@@ -20,7 +20,6 @@ from .config import TrainConfig
 from .halo import ExactHalo, HaloPlan
 from .metrics import best_validation, csv_text, atomic_write, peak_memory_mb, write_json
 from .models import MODELS
-from .models.base import SparseFeatures
 from .part import LocalPart
 from .straggler import Straggler, parse_slow_workers
 
@@ -38,8 +37,7 @@ class Trainer:
                                cfg.dropout, cfg.batch_norm).to(dev)
         for p in self.model.parameters():
             comm.broadcast_(p.data)
-        x = model_cls.features(part.x)  # sparse inputs stay sparse where the model can use them
-        self.x, self.y = x.to(dev), part.y.to(dev)
+        self.y = part.y.to(dev)
         self.masks = [m.to(dev) for m in (part.train_mask, part.val_mask, part.test_mask)]
         self.train_idx = self.masks[0].nonzero().squeeze(1)  # once, not a mask lookup per step
         self.y_train = self.y.index_select(0, self.train_idx)
@@ -47,8 +45,10 @@ class Trainer:
         self.policy, self.sync = methods.build(cfg, part, self.plan, self.model)
         self.view = model_cls.view(part, induced=self.policy.induced)
         self.eval_view = model_cls.view(part) if self.policy.induced else self.view
-        # the induced graph reads inner rows only; evaluation always reads inner + halo rows
-        self.x_train = _first_rows(self.x, part.n_inner) if self.policy.induced else self.x
+        # (inner, halo) input rows; sparse inputs stay sparse where the model can use them. The
+        # induced graph reads inner rows only; evaluation always reads inner + halo rows.
+        self.x = tuple(t if t is None else t.to(dev) for t in model_cls.inputs(part.x, part.n_inner))
+        self.x_train = (self.x[0], None) if self.policy.induced else self.x
         self.view, self.eval_view = _to(self.view, dev), _to(self.eval_view, dev)
         self.eval_halo = ExactHalo(part, self.plan, fwd="eval")  # not counted as training bytes
         # fused: one kernel over every parameter (CPU and CUDA); measured 5-30x faster than the
@@ -210,14 +210,8 @@ def _aggregate(per_worker: list[dict]) -> dict:
     return row
 
 
-def _first_rows(x, n: int):
-    if isinstance(x, SparseFeatures):
-        return x.first_rows(n)
-    return x.index_select(0, torch.arange(n, device=x.device)) if x.is_sparse else x[:n]
-
-
 def _to(view, device):
-    for name in ("adj", "adj_t", "edge_index"):
+    for name in ("adj", "adj_t", "adj_halo", "adj_halo_t", "edge_index"):
         t = getattr(view, name)
         if t is not None:
             setattr(view, name, t.to(device))

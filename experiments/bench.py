@@ -472,37 +472,52 @@ def render(doc: dict) -> str:
                          f"{_fmt(h['digest_time'])} | {_fmt(h['digest_modeled'])} | "
                          f"{_fmt(h['digest_modeled_cpu'])} |")
             L.append("")
-    s = doc.get("scale")
-    if s:
-        L += ["## Scale run: synthetic graph of ogbn-products size", "",
-              f"`{s['spec']}` ({s['nodes']:,} nodes, {s['edges']:,} directed edges, "
-              f"{s['features']} features, {s['classes']} classes), run on {s['date']} with "
-              f"`{s['command']}`. Model: {s['model']}. Workers ran with "
-              f"DIGEST_MALLOC_TUNE={s.get('malloc_tune', '1')} (0: glibc's default allocator "
-              "settings, the least memory; see digest/perf.py).", "",
-              f"- generation: {s['generate_s']:.0f} s (peak resident memory of the generating "
-              f"process {s['generate_peak_rss_gib']:.1f} GiB)"]
-        for p, v in sorted(s["partitions"].items(), key=lambda kv: int(kv[0])):
-            if int(p) == 1:
-                L.append(f"- 1 part (no partitioning): writing the part file "
-                         f"{v['partition_and_save_s']:.0f} s")
-                continue
-            L.append(f"- METIS into {p} parts: {v['partition_s']:.0f} s (with the partition book; "
-                     f"{v['partition_and_save_s']:.0f} s with writing the part files); edge cut "
-                     f"{v['edge_cut']:,} undirected edges ({v['edge_cut_fraction']:.1%} of edges); "
-                     f"node balance {v['node_balance']:.3f}")
-        L += ["", "| run | epoch times (s) | peak memory per worker (GiB) | bytes / epoch (MiB) |",
-              "| --- | --- | --- | --- |"]
-        for name, run in s["runs"].items():
-            if "error" in run:
-                L.append(f"| {name} | failed: {run['error']} | | |")
-                continue
-            L.append(f"| {name} | {', '.join(f'{t:.1f}' for t in run['epoch_times_s'])} | "
-                     f"{', '.join(f'{m / 1024:.2f}' for m in run['peak_mem_mb_per_worker'])} | "
-                     f"{run['bytes_per_epoch'] / 2**20:.0f} |")
-        L.append("")
-        L += [f"- {sentence}" for sentence in _scale_sentences(s)] + [""]
+    if doc.get("scale"):
+        L += _render_scale(doc["scale"], "## Scale run: synthetic graph of ogbn-products size")
+    for s in doc.get("scale_variants", {}).values():
+        L += _render_scale(s, "## Scale run, the same size with community structure")
     return "\n".join(L)
+
+
+def _render_scale(s: dict, title: str) -> list[str]:
+    L = [title, "",
+          f"`{s['spec']}` ({s['nodes']:,} nodes, {s['edges']:,} directed edges, "
+          f"{s['features']} features, {s['classes']} classes), run on {s['date']} with "
+          f"`{s['command']}`" + (f" at git commit {s['git_commit'][:7]}" if s.get("git_commit")
+                                 else "") + f". Model: {s['model']}. Workers ran with "
+          f"DIGEST_MALLOC_TUNE={s.get('malloc_tune', '1')} (0: glibc's default allocator "
+          "settings, the least memory; see digest/perf.py).", "",
+          f"- generation: {s['generate_s']:.0f} s (peak resident memory of the generating "
+          f"process {s['generate_peak_rss_gib']:.1f} GiB)"]
+    for p, v in sorted(s["partitions"].items(), key=lambda kv: int(kv[0])):
+        if int(p) == 1:
+            L.append(f"- 1 part (no partitioning): writing the part file "
+                     f"{v['partition_and_save_s']:.0f} s")
+            continue
+        L.append(f"- METIS into {p} parts: {v['partition_s']:.0f} s (with the partition book; "
+                 f"{v['partition_and_save_s']:.0f} s with writing the part files); edge cut "
+                 f"{v['edge_cut']:,} undirected edges ({v['edge_cut_fraction']:.1%} of edges); "
+                 f"node balance {v['node_balance']:.3f}")
+    L += ["", "| run | epoch times (s) | peak memory per worker (GiB) | bytes / epoch (MiB) |",
+          "| --- | --- | --- | --- |"]
+    for name, run in s["runs"].items():
+        if "error" in run:
+            L.append(f"| {name} | failed: {run['error']} | | |")
+            continue
+        L.append(f"| {name} | {', '.join(f'{t:.1f}' for t in run['epoch_times_s'])} | "
+                 f"{', '.join(f'{m / 1024:.2f}' for m in run['peak_mem_mb_per_worker'])} | "
+                 f"{run['bytes_per_epoch'] / 2**20:.0f} |")
+    L.append("")
+    L += [f"- {sentence}" for sentence in _scale_sentences(s)] + [""]
+    return L
+
+
+def _halo_heavy(rows: dict) -> bool:
+    """Do the local rows at the most parts exceed twice the 1/M share of the single part's?"""
+    if 1 not in rows or len(rows) < 2:
+        return False
+    m = max(rows)
+    return statistics.mean(rows[m]) > 2 * statistics.mean(rows[1]) / m
 
 
 def _scale_sentences(s: dict) -> list[str]:
@@ -513,8 +528,8 @@ def _scale_sentences(s: dict) -> list[str]:
     if rows:
         out.append("Local rows per worker (inner + halo): " + "; ".join(
             f"{m} worker(s): {statistics.mean(rows[m]):,.0f}" for m in sorted(rows) if m in exact
-            or m == 8) + ". The halo does not shrink as fast as the inner set, so per-worker "
-            "memory falls more slowly than 1/M.")
+            or m == 8) + "." + (" The halo does not shrink as fast as the inner set, so per-worker "
+                                "memory falls more slowly than 1/M." if _halo_heavy(rows) else ""))
     if 1 in exact and len(exact) > 1:
         one = statistics.mean(exact[1]["peak_mem_mb_per_worker"])
         out.append("Peak memory per worker relative to 1 worker: " + "; ".join(
@@ -662,8 +677,13 @@ def main(argv=None) -> int:
             os.environ["DIGEST_MALLOC_TUNE"] = args.scale_malloc_tune  # inherited by the runs
             s = scale_run(args, work)
             s["malloc_tune"] = args.scale_malloc_tune
-            s.update(date=date, command=command, load_end=_load(), machine=machine_record())
-            doc["scale"] = s
+            from digest.metrics import git_commit
+            s.update(date=date, command=command, load_end=_load(), machine=machine_record(),
+                     git_commit=git_commit())
+            if args.scale_spec == SCALE_SPEC:
+                doc["scale"] = s
+            else:  # another spec (e.g. with communities) is kept beside the reference run
+                doc.setdefault("scale_variants", {})[args.scale_spec] = s
         else:
             from digest.metrics import git_commit
             r = {"date": date, "command": command, "load_start": _load(), "machine": machine_record(),

@@ -1,6 +1,6 @@
 """The hot-path implementations (issue 7) compute what the plain formulations compute: sparse input
 features (CSR + precomputed transpose), the sparse product with a precomputed transpose, the
-integer-mask dropout, and the one-buffer halo exchange."""
+integer-mask dropout, and the product of the inner and halo blocks without concatenation."""
 from __future__ import annotations
 
 import torch
@@ -8,9 +8,9 @@ import torch
 from digest import comm, perf
 from digest.cache import prepare_partition
 from digest.config import TrainConfig
-from digest.halo import HaloPlan, exchange, with_halo
 from digest.models import GCN
 from digest.models.base import GraphView, SparseFeatures, dropout, keep_mask, spmm
+from digest.models.base import scaled_keep_mask
 from digest.synthetic import make_synthetic
 from digest.trainer import Trainer
 from distributed import run_workers
@@ -39,20 +39,61 @@ def test_sparse_features_linear_matches_dense():
     assert torch.equal(feats.csr_t().to_dense(), x.t())
     assert torch.equal(feats.first_rows(25).to_dense(), x[:25])
     assert torch.equal(feats.first_rows(25).csr_t().to_dense(), x[:25].t())
+    assert torch.equal(feats.rows(25, 60).to_dense(), x[25:])
+    assert torch.equal(feats.rows(25, 60).csr_t().to_dense(), x[25:].t())
+    inner, halo = GCN.inputs(x.to_sparse_coo(), 25)
+    assert torch.equal(inner.to_dense(), x[:25]) and torch.equal(halo.to_dense(), x[25:])
+    assert GCN.inputs(x.to_sparse_coo(), 25, halo=False)[1] is None
+    assert GCN.inputs(x, 60)[1] is None and torch.equal(GCN.inputs(x, 25)[1], x[25:])
 
 
-def test_spmm_with_precomputed_transpose_matches_dense():
+def _blocks(a: torch.Tensor, n: int) -> GraphView:
+    inner, halo = a[:, :n], a[:, n:]
+    return GraphView(a.size(0), a.size(1), adj=inner.to_sparse_csr(),
+                     adj_t=inner.t().contiguous().to_sparse_csr(), adj_halo=halo.to_sparse_csr(),
+                     adj_halo_t=halo.t().contiguous().to_sparse_csr())
+
+
+def test_spmm_of_inner_and_halo_blocks_matches_dense():
+    """[A_inner | A_halo] @ [inner; halo] equals the dense product of the concatenated rows, and
+    so do both gradients; a constant halo (DIGEST's stale rows) gets no gradient."""
     a = _sparse_x(30, 50, 0.2, seed=1)
-    adj, adj_t = a.to_sparse_csr(), a.t().contiguous().to_sparse_csr()
-    view = GraphView(30, 50, adj=adj, adj_t=adj_t)
-    h1 = torch.randn(50, 8, requires_grad=True)
-    h2 = h1.detach().clone().requires_grad_()
-    out1, out2 = spmm(view, h1), a @ h2
+    view = _blocks(a, 30)
+    inner, halo = torch.randn(30, 8, requires_grad=True), torch.randn(20, 8, requires_grad=True)
+    ref = torch.cat([inner, halo]).detach().requires_grad_()
+    out1, out2 = spmm(view, inner, halo), a @ ref
     assert torch.allclose(out1, out2, atol=1e-5)
     g = torch.randn_like(out2)
     out1.backward(g)
     out2.backward(g)
-    assert torch.allclose(h1.grad, h2.grad, atol=1e-5)
+    assert torch.allclose(inner.grad, ref.grad[:30], atol=1e-5)
+    assert torch.allclose(halo.grad, ref.grad[30:], atol=1e-5)
+    # constant halo rows: the backward never touches the halo block's transpose
+    view.adj_halo_t = None
+    x = inner.detach().requires_grad_()
+    spmm(view, x, halo.detach()).backward(g)
+    assert torch.allclose(x.grad, ref.grad[:30], atol=1e-5)
+    # no halo block (the induced graph): the inner block alone
+    assert torch.allclose(spmm(_blocks(a[:, :30], 30), inner), a[:, :30] @ inner, atol=1e-5)
+
+
+def test_spmm_keeps_an_empty_halo_in_the_graph():
+    """A worker that receives no halo rows still runs the backward of its exchange (a collective
+    its peers wait in): the empty halo must get a (zero-row) gradient."""
+    a = _sparse_x(10, 10, 0.3, seed=2)
+    view = GraphView(10, 10, adj=a.to_sparse_csr(), adj_t=a.t().contiguous().to_sparse_csr())
+    inner = torch.randn(10, 4, requires_grad=True)
+    empty = torch.zeros(0, 4, requires_grad=True)
+    spmm(view, inner, empty).sum().backward()
+    assert empty.grad is not None and empty.grad.shape == (0, 4)
+
+
+def test_scaled_keep_mask_is_the_bool_mask_scaled():
+    torch.manual_seed(3)
+    mask, scale = keep_mask((1000, 7), 0.3)
+    torch.manual_seed(3)
+    scaled = scaled_keep_mask((1000, 7), 0.3)
+    assert torch.equal(scaled, mask.float() * scale)
 
 
 def test_dropout_keeps_the_right_fraction_and_scales():
@@ -73,25 +114,6 @@ def test_dropout_keeps_the_right_fraction_and_scales():
     v0, v1 = feats.values(), dropped.values()
     assert v1.shape == v0.shape and bool(((v1 == 0) | torch.isclose(v1, 2 * v0)).all())
     assert torch.equal(dropped.csr_t().to_dense(), dropped.csr.to_dense().t())
-
-
-def _halo_grads(cfg, rt, part):
-    plan = HaloPlan.of(part)
-    h = torch.randn(part.n_inner, 5, generator=torch.Generator().manual_seed(rt.rank))
-    a, b = h.clone().requires_grad_(), h.clone().requires_grad_()
-    weight = torch.randn(part.n_inner + part.n_halo, 5, generator=torch.Generator().manual_seed(9))
-    out_a = with_halo(a, plan)
-    out_b = torch.cat([b, exchange(b, plan)])
-    (out_a * weight).sum().backward()
-    (out_b * weight).sum().backward()
-    return torch.equal(out_a, out_b), torch.allclose(a.grad, b.grad, atol=1e-6)
-
-
-def test_one_buffer_halo_exchange_equals_cat_of_exchange(tmp_path):
-    graph = make_synthetic(nodes=200, classes=3, avg_degree=6, features=8, seed=4)
-    part_dir = prepare_partition("fasthalo", 3, "metis", 0, tmp_path, graph=graph)
-    for same_rows, same_grads in run_workers(_halo_grads, TrainConfig(), part_dir, 3):
-        assert same_rows and same_grads
 
 
 def _losses(cfg, rt, part):

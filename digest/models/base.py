@@ -17,16 +17,21 @@ class GraphView:
 
     Args:
         n_inner: rows produced. n_cols: rows read (n_inner, or n_inner + n_halo).
-        adj: sparse CSR ``[n_inner, n_cols]`` (GCN: normalised weights; SAGE: ones), or None.
+        adj: sparse CSR ``[n_inner, n_cols]`` (SAGE: ones), or for ``spmm`` (GCN) its inner block
+            ``[n_inner, n_inner]``; or None.
+        adj_halo: for ``spmm``, the halo block ``[n_inner, n_halo]``, or None (no halo).
         edge_index: ``[2, E]`` local (src, dst) including self-loops of inner rows (GAT), or None.
+        adj_t, adj_halo_t: the blocks' transposes (CSR), built once: the backward of a sparse
+            product then needs no per-step transpose (a sort of every edge).
     """
 
     n_inner: int
     n_cols: int
     adj: Tensor | None = None
     edge_index: Tensor | None = None
-    adj_t: Tensor | None = None  # adj's transpose ``[n_cols, n_inner]`` (CSR), built once: the
-    # backward of a sparse product then needs no per-step transpose (a sort of every edge)
+    adj_t: Tensor | None = None
+    adj_halo: Tensor | None = None
+    adj_halo_t: Tensor | None = None
 
 
 def local_edges(part: LocalPart, induced: bool) -> tuple[Tensor, Tensor, int]:
@@ -63,24 +68,36 @@ def sparse_mm(a: Tensor, b: Tensor) -> Tensor:
 
 
 class _SpMM(torch.autograd.Function):
-    """``adj @ x`` with the backward ``adj_t @ grad``, both sparse-dense products (the sparse
-    matrix is a constant: no gradient for it)."""
+    """``adj @ inner + adj_halo @ halo`` with the backward ``adj_t @ grad`` and
+    ``adj_halo_t @ grad``, all sparse-dense products (the sparse blocks are constants). Each
+    gradient is computed only when its input needs one: DIGEST's stale halo rows need none."""
 
     @staticmethod
-    def forward(ctx, x: Tensor, adj: Tensor, adj_t: Tensor) -> Tensor:
-        ctx.adj_t = adj_t
-        return sparse_mm(adj, x)
+    def forward(ctx, inner: Tensor, halo: Tensor | None, view: GraphView) -> Tensor:
+        ctx.view, ctx.halo_rows = view, None if halo is None else halo.size(0)
+        out = sparse_mm(view.adj, inner)
+        if halo is not None and halo.size(0):
+            out.addmm_(view.adj_halo, halo)  # beta = 1: accumulate into the inner block's sum
+        return out
 
     @staticmethod
     def backward(ctx, grad: Tensor):
-        return sparse_mm(ctx.adj_t, grad.contiguous()), None, None
+        view, grad = ctx.view, grad.contiguous()
+        g_inner = sparse_mm(view.adj_t, grad) if ctx.needs_input_grad[0] else None
+        g_halo = None
+        if ctx.needs_input_grad[1]:  # the exact halo: its gradient goes back to the owners
+            g_halo = sparse_mm(view.adj_halo_t, grad) if ctx.halo_rows else \
+                grad.new_zeros((0, grad.size(1)))
+        return g_inner, g_halo, None
 
 
-def spmm(view: GraphView, x: Tensor) -> Tensor:
-    """``view.adj @ x``: rows ``[n_cols, F] -> [n_inner, F]``."""
-    if view.adj_t is None:
-        return torch.sparse.mm(view.adj, x)
-    return _SpMM.apply(x, view.adj, view.adj_t)
+def spmm(view: GraphView, inner: Tensor, halo: Tensor | None = None) -> Tensor:
+    """``[adj | adj_halo] @ [inner; halo]`` without concatenating the rows: shapes
+    ``[n_inner, F]`` and ``[n_halo, F]`` (or None) -> ``[n_inner, F]``. A halo with no rows
+    still takes part, so that the backward of the exchange that produced it (a collective) runs."""
+    if halo is not None and halo.size(0) and view.adj_halo is None:
+        raise ValueError("halo rows given to a view without a halo block")
+    return _SpMM.apply(inner, halo, view)
 
 
 # Dropout masks from 16-bit uniform integers: full-range random int64 words viewed as four int16
@@ -243,11 +260,15 @@ class SparseFeatures:
         return _SparseLinear.apply(weight, self)
 
     def first_rows(self, n: int) -> "SparseFeatures":
+        return self.rows(0, n)
+
+    def rows(self, start: int, stop: int) -> "SparseFeatures":
+        """Rows ``start:stop`` (with their own transpose structure)."""
         c = self.csr
-        crow = c.crow_indices()[: n + 1]
-        end = int(crow[-1])
-        return SparseFeatures(torch.sparse_csr_tensor(crow, c.col_indices()[:end],
-                                                      c.values()[:end], (n, c.size(1))))
+        crow = c.crow_indices()[start: stop + 1]
+        lo, hi = int(crow[0]), int(crow[-1])
+        return SparseFeatures(torch.sparse_csr_tensor(crow - lo, c.col_indices()[lo:hi],
+                                                      c.values()[lo:hi], (stop - start, c.size(1))))
 
     def to_dense(self) -> Tensor:
         return self.csr.to_dense()
@@ -285,37 +306,59 @@ class GNN(nn.Module):
 
     @classmethod
     def features(cls, x: Tensor):
-        """What ``forward`` takes as ``x``: sparse inputs become ``SparseFeatures`` when the
-        first layer can use them (``sparse_input``), dense rows otherwise."""
+        """Input rows as the first layer takes them: sparse inputs become ``SparseFeatures`` when
+        it can use them (``sparse_input``), dense rows otherwise."""
         if not x.is_sparse and x.layout != torch.sparse_csr:
             return x
         return SparseFeatures(x) if cls.sparse_input else x.to_dense()
 
+    @classmethod
+    def inputs(cls, x: Tensor, n_inner: int, halo: bool = True) -> tuple:
+        """What ``forward`` takes as ``x``: (inner rows, halo rows or None) of the input features
+        ``x [n_inner + n_halo, F_in]``; ``halo=False`` keeps the inner rows only (the induced
+        graph of the partition-based method)."""
+        x = cls.features(x)
+        n = x.size(0)
+        if isinstance(x, SparseFeatures):
+            return x.rows(0, n_inner), (x.rows(n_inner, n) if halo and n > n_inner else None)
+        return x[:n_inner], (x[n_inner:] if halo and n > n_inner else None)
+
     def make_conv(self, in_dim: int, out_dim: int) -> nn.Module:  # pragma: no cover
         raise NotImplementedError
 
-    def conv(self, layer: int, h: Tensor, view: GraphView) -> Tensor:  # pragma: no cover
-        """Layer ``layer`` on rows ``[view.n_cols, F]``; returns inner rows ``[n_inner, F']``."""
+    def conv(self, layer: int, h: Tensor, halo: Tensor | None, view: GraphView) -> Tensor:
+        """Layer ``layer`` on inner rows ``h [n_inner, F]`` and halo rows ``[n_halo, F]`` (None:
+        no halo); returns inner rows ``[n_inner, F']``."""  # pragma: no cover
         raise NotImplementedError
+
+    @staticmethod
+    def all_rows(h: Tensor, halo: Tensor | None) -> Tensor:
+        """Inner then halo rows in one tensor, for convolutions that index them together."""
+        return h if halo is None else torch.cat([h, halo])
 
     @staticmethod
     def view(part: LocalPart, induced: bool = False) -> GraphView:  # pragma: no cover
         raise NotImplementedError
 
-    def forward(self, x: Tensor, view: GraphView, halo) -> Tensor:
+    def forward(self, x: tuple, view: GraphView, halo) -> Tensor:
         """Args:
-            x: input rows ``[n_cols, F_in]`` (inner + halo features, fetched once at start-up).
-            halo: ``halo(layer, h_inner) -> [n_cols, F]``, the halo policy.
+            x: ``inputs(...)``: input rows ``[n_inner, F_in]`` and ``[n_halo, F_in]`` or None
+                (halo features, fetched once at start-up).
+            halo: ``halo(layer, h_inner) -> [n_halo, F]`` or None, the halo policy.
         Returns logits ``[n_inner, C]``."""
-        h = x
+        h, rows = x
         for layer in range(len(self.convs)):
             if layer > 0:
-                h = halo(layer, h)  # post-activation, pre-dropout rows cross the wire
-            if layer == 0 and self.lazy_input and self.training and self.p > 0 and \
-                    isinstance(h, Tensor) and not h.requires_grad and h.device.type == "cpu":
-                h = self.conv(0, DroppedRows(h, self.p), view)
-            else:
-                h = self.conv(layer, dropout(h, self.p, self.training), view)
+                rows = halo(layer, h)  # post-activation, pre-dropout rows cross the wire
+            h = self.conv(layer, self._drop(layer, h), self._drop(layer, rows), view)
             if layer < len(self.convs) - 1:
                 h = F.relu(self.norms[layer](h))
         return h
+
+    def _drop(self, layer: int, h):
+        if h is None:
+            return None
+        if layer == 0 and self.lazy_input and self.training and self.p > 0 and \
+                isinstance(h, Tensor) and not h.requires_grad and h.device.type == "cpu":
+            return DroppedRows(h, self.p)
+        return dropout(h, self.p, self.training)

@@ -15,8 +15,8 @@ class GAT(GNN):
         # self-loops are already in the view's edge list (inner rows only)
         return GATConv(in_dim, out_dim, heads=self.heads, add_self_loops=False)
 
-    def conv(self, layer, h, view):
-        return self.convs[layer](h, view.edge_index)[: view.n_inner]
+    def conv(self, layer, h, halo, view):
+        return self.convs[layer](self.all_rows(h, halo), view.edge_index)[: view.n_inner]
 
     @staticmethod
     def view(part: LocalPart, induced: bool = False) -> GraphView:

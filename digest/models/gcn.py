@@ -18,20 +18,22 @@ class GCN(GNN):
         # weights are precomputed in the view, so PyG must not renormalise or add self-loops
         return GCNConv(in_dim, out_dim, normalize=False, add_self_loops=False, cached=False)
 
-    def conv(self, layer, h, view):
+    def conv(self, layer, h, halo, view):
         # GCNConv.forward with normalize=False on a sparse adjacency is lin -> adj @ . -> + bias;
-        # done here with its own parameters so that sparse inputs stay sparse (SparseFeatures)
-        # and the backward uses the view's precomputed transpose (no per-step sort).
+        # done here with its own parameters so that sparse inputs stay sparse (SparseFeatures),
+        # inner and halo rows are never concatenated, and the backward uses the view's
+        # precomputed transposes (no per-step sort) and skips constant (stale) halo rows.
         c = self.convs[layer]
         if isinstance(h, (SparseFeatures, DroppedRows)):
-            out = spmm(view, h.linear(c.lin.weight))
+            lin = lambda t: t.linear(c.lin.weight)  # noqa: E731
         elif c.lin.in_channels <= c.lin.out_channels:
             # aggregate first: the dense product then runs on the n_inner aggregated rows instead
             # of all n_inner + n_halo input rows (A (H W) = (A H) W; the sparse product costs
             # nnz x width either way when the widths are equal)
-            return F.linear(spmm(view, h), c.lin.weight, c.bias)  # bias added by the same kernel
+            return F.linear(spmm(view, h, halo), c.lin.weight, c.bias)  # bias in the same kernel
         else:
-            out = spmm(view, c.lin(h))  # transform first: the sparse product on the narrow side
+            lin = c.lin  # transform first: the sparse product on the narrow side
+        out = spmm(view, lin(h), None if halo is None else lin(halo))
         return out + c.bias if c.bias is not None else out
 
     @staticmethod
@@ -45,6 +47,12 @@ class GCN(GNN):
         loops = torch.arange(part.n_inner)
         src, dst = torch.cat([src, loops]), torch.cat([dst, loops])
         w = torch.cat([w, 1.0 / deg[loops]]).float()
-        adj = csr32(csr(src, dst, w, part.n_inner, n_cols))
-        adj_t = csr32(csr(dst, src, w, n_cols, part.n_inner))
-        return GraphView(part.n_inner, n_cols, adj=adj, adj_t=adj_t)
+        n = part.n_inner
+        inner = src < n  # the inner block [n, n] and the halo block [n, n_cols - n]
+        view = GraphView(n, n_cols, adj=csr32(csr(src[inner], dst[inner], w[inner], n, n)),
+                         adj_t=csr32(csr(dst[inner], src[inner], w[inner], n, n)))
+        if n_cols > n:
+            hs, hd, hw = src[~inner] - n, dst[~inner], w[~inner]
+            view.adj_halo = csr32(csr(hs, hd, hw, n, n_cols - n))
+            view.adj_halo_t = csr32(csr(hd, hs, hw, n_cols - n, n))
+        return view

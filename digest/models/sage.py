@@ -13,9 +13,9 @@ class SAGE(GNN):
     def make_conv(self, in_dim, out_dim):
         return SAGEConv(in_dim, out_dim, aggr="mean")
 
-    def conv(self, layer, h, view):
+    def conv(self, layer, h, halo, view):
         # bipartite form: aggregate from all local rows, root weight on the inner rows
-        return self.convs[layer]((h, h[: view.n_inner]), view.adj)
+        return self.convs[layer]((self.all_rows(h, halo), h), view.adj)
 
     @staticmethod
     def view(part: LocalPart, induced: bool = False) -> GraphView:
