@@ -47,7 +47,8 @@ class Trainer:
         self.eval_view = model_cls.view(part) if self.policy.induced else self.view
         # (inner, halo) input rows; sparse inputs stay sparse where the model can use them. The
         # induced graph reads inner rows only; evaluation always reads inner + halo rows.
-        self.x = tuple(t if t is None else t.to(dev) for t in model_cls.inputs(part.x, part.n_inner))
+        self.x = tuple(t if t is None else t.to(dev)
+                       for t in model_cls.inputs(part.x, part.n_inner))
         self.x_train = (self.x[0], None) if self.policy.induced else self.x
         self.view, self.eval_view = _to(self.view, dev), _to(self.eval_view, dev)
         self.eval_halo = ExactHalo(part, self.plan, fwd="eval")  # not counted as training bytes

@@ -205,27 +205,34 @@ class _SparseLinear(torch.autograd.Function):
         return sparse_mm(ctx.feats.csr_t(), grad.contiguous()).t().contiguous(), None
 
 
+def _offsets(index: Tensor, size: int, dtype) -> Tensor:
+    """CSR row offsets ``[size + 1]`` of entries whose (sorted) row ids are ``index``."""
+    out = torch.zeros(size + 1, dtype=dtype, device=index.device)
+    out[1:] = torch.cumsum(torch.bincount(index, minlength=size), 0)
+    return out
+
+
 class SparseFeatures:
     """Low-density input features kept sparse: CSR ``[n, F]`` (int32 indices where they fit) and
     the structure of its transpose with the permutation that maps values into it. Dropout draws a
-    mask over the stored values only; the first layer is ``linear`` (two sparse-dense products).
+    mask over the stored values only and keeps only the surviving entries (rows and transpose),
+    so the first layer, ``linear`` (two sparse-dense products), skips the dropped ones.
 
-    Shapes: ``csr [n, F]``; ``t_crow [F + 1]``, ``t_col [nnz]``, ``perm [nnz]``."""
+    Shapes: ``csr [n, F]``; ``t_crow [F + 1]``, ``t_col [nnz]``, ``perm [nnz]``, ``row [nnz]``."""
 
     def __init__(self, x: Tensor, _t=None):
         if x.layout == torch.sparse_coo:
             x = x.coalesce().to_sparse_csr()
         self.csr = csr32(x)
+        n, f = self.csr.shape
+        crow, col = self.csr.crow_indices(), self.csr.col_indices()
+        self.row = torch.repeat_interleave(torch.arange(n, dtype=col.dtype, device=col.device),
+                                           crow.diff().long())  # the row of each stored entry
         if _t is None:
-            n, f = self.csr.shape
-            crow, col = self.csr.crow_indices(), self.csr.col_indices()
-            row = torch.repeat_interleave(torch.arange(n, dtype=col.dtype, device=col.device),
-                                          crow.diff().long())
             perm = torch.sort(col, stable=True).indices  # column-major order, rows ascending
-            t_crow = torch.zeros(f + 1, dtype=crow.dtype, device=col.device)
-            t_crow[1:] = torch.cumsum(torch.bincount(col.long(), minlength=f), 0)
-            _t = (t_crow, row[perm], perm)
+            _t = (_offsets(col, f, crow.dtype), self.row[perm], perm)
         self.t_crow, self.t_col, self.perm = _t
+        self.t_values = None  # values in transposed order, when held instead of ``perm``
 
     @property
     def shape(self):
@@ -241,26 +248,45 @@ class SparseFeatures:
         c = self.csr
         out = SparseFeatures.__new__(SparseFeatures)
         out.csr = torch.sparse_csr_tensor(c.crow_indices(), c.col_indices(), values, c.shape)
-        out.t_crow, out.t_col, out.perm = self.t_crow, self.t_col, self.perm
+        out.t_crow, out.t_col, out.perm, out.t_values = self.t_crow, self.t_col, self.perm, None
+        out.row = self.row
         return out
 
     def csr_t(self) -> Tensor:
         """X^T ``[F, n]`` as CSR, with the current values."""
         n, f = self.csr.shape
-        return torch.sparse_csr_tensor(self.t_crow, self.t_col, self.values()[self.perm], (f, n))
+        values = self.t_values if self.t_values is not None else self.values()[self.perm]
+        return torch.sparse_csr_tensor(self.t_crow, self.t_col, values, (f, n))
 
     def dropout(self, p: float) -> "SparseFeatures":
         v = self.values()
         if v.device.type != "cpu":
             return self.with_values(F.dropout(v, p, True))
-        return self.with_values(v * scaled_keep_mask(v.shape, p, v.device, v.dtype))
+        keep, scale = keep_mask(v.shape, p, v.device)
+        return self.kept(keep, scale)
+
+    def kept(self, keep: Tensor, scale: float = 1.0) -> "SparseFeatures":
+        """Only the stored entries where ``keep`` (bool ``[nnz]``) holds, times ``scale``, with
+        their transpose: the dropped entries are zeros, so both products of the first layer
+        skip them (p = 0.5 halves their work; the compaction is a few passes over nnz)."""
+        c = self.csr
+        n, f = c.shape
+        # one nonzero per order, then index_select (bool-mask indexing would redo the nonzero)
+        idx = keep.nonzero().squeeze(1)
+        col = c.col_indices().index_select(0, idx)
+        crow = _offsets(self.row.index_select(0, idx), n, c.crow_indices().dtype)
+        t_perm = self.perm.index_select(0, keep.index_select(0, self.perm).nonzero().squeeze(1))
+        out = SparseFeatures.__new__(SparseFeatures)
+        out.csr = torch.sparse_csr_tensor(crow, col, c.values().index_select(0, idx).mul_(scale),
+                                          (n, f))
+        out.t_crow, out.perm = _offsets(col, f, crow.dtype), None
+        out.t_col = self.row.index_select(0, t_perm)
+        out.t_values = c.values().index_select(0, t_perm).mul_(scale)
+        return out
 
     def linear(self, weight: Tensor) -> Tensor:
         """``X @ weight^T``: ``[n, F] x [F', F] -> [n, F']``."""
         return _SparseLinear.apply(weight, self)
-
-    def first_rows(self, n: int) -> "SparseFeatures":
-        return self.rows(0, n)
 
     def rows(self, start: int, stop: int) -> "SparseFeatures":
         """Rows ``start:stop`` (with their own transpose structure)."""
@@ -313,22 +339,22 @@ class GNN(nn.Module):
         return SparseFeatures(x) if cls.sparse_input else x.to_dense()
 
     @classmethod
-    def inputs(cls, x: Tensor, n_inner: int, halo: bool = True) -> tuple:
+    def inputs(cls, x: Tensor, n_inner: int) -> tuple:
         """What ``forward`` takes as ``x``: (inner rows, halo rows or None) of the input features
-        ``x [n_inner + n_halo, F_in]``; ``halo=False`` keeps the inner rows only (the induced
-        graph of the partition-based method)."""
+        ``x [n_inner + n_halo, F_in]``."""
         x = cls.features(x)
         n = x.size(0)
         if isinstance(x, SparseFeatures):
-            return x.rows(0, n_inner), (x.rows(n_inner, n) if halo and n > n_inner else None)
-        return x[:n_inner], (x[n_inner:] if halo and n > n_inner else None)
+            return x.rows(0, n_inner), (x.rows(n_inner, n) if n > n_inner else None)
+        return x[:n_inner], (x[n_inner:] if n > n_inner else None)
 
     def make_conv(self, in_dim: int, out_dim: int) -> nn.Module:  # pragma: no cover
         raise NotImplementedError
 
-    def conv(self, layer: int, h: Tensor, halo: Tensor | None, view: GraphView) -> Tensor:
+    def conv(self, layer: int, h: Tensor, halo: Tensor | None,
+             view: GraphView) -> Tensor:  # pragma: no cover
         """Layer ``layer`` on inner rows ``h [n_inner, F]`` and halo rows ``[n_halo, F]`` (None:
-        no halo); returns inner rows ``[n_inner, F']``."""  # pragma: no cover
+        no halo); returns inner rows ``[n_inner, F']``."""
         raise NotImplementedError
 
     @staticmethod

@@ -24,16 +24,14 @@ class GCN(GNN):
         # inner and halo rows are never concatenated, and the backward uses the view's
         # precomputed transposes (no per-step sort) and skips constant (stale) halo rows.
         c = self.convs[layer]
-        if isinstance(h, (SparseFeatures, DroppedRows)):
-            lin = lambda t: t.linear(c.lin.weight)  # noqa: E731
-        elif c.lin.in_channels <= c.lin.out_channels:
+        if not isinstance(h, (SparseFeatures, DroppedRows)) and \
+                c.lin.in_channels <= c.lin.out_channels:
             # aggregate first: the dense product then runs on the n_inner aggregated rows instead
             # of all n_inner + n_halo input rows (A (H W) = (A H) W; the sparse product costs
             # nnz x width either way when the widths are equal)
             return F.linear(spmm(view, h, halo), c.lin.weight, c.bias)  # bias in the same kernel
-        else:
-            lin = c.lin  # transform first: the sparse product on the narrow side
-        out = spmm(view, lin(h), None if halo is None else lin(halo))
+        # transform first: sparse or lazily dropped inputs, or the sparse product on the narrow side
+        out = spmm(view, _linear(c, h), None if halo is None else _linear(c, halo))
         return out + c.bias if c.bias is not None else out
 
     @staticmethod
@@ -56,3 +54,8 @@ class GCN(GNN):
             view.adj_halo = csr32(csr(hs, hd, hw, n, n_cols - n))
             view.adj_halo_t = csr32(csr(hd, hs, hw, n_cols - n, n))
         return view
+
+
+def _linear(c: GCNConv, h):
+    """``h W^T`` with the layer's weight (no bias); sparse or lazily dropped rows do it their way."""
+    return h.linear(c.lin.weight) if isinstance(h, (SparseFeatures, DroppedRows)) else c.lin(h)
