@@ -600,11 +600,10 @@ def _sentences(r: dict) -> list[str]:
                        f"network time. DIGEST's summed CPU seconds per epoch are "
                        f"{dv['cpu_ratio']:.2f}x exact's: the work it removes (halo packing, the "
                        "backward exchange and its accumulation, loopback copies, halo-row "
-                       "gradients) is small beside the sparse products, dense products and "
-                       "dropout that both methods do on the same rows. On such a machine the "
-                       "time ratio cannot fall much below this CPU ratio; the target needs "
-                       "workers that do not share cores and a real network (see the modeled "
-                       "ratios).")
+                       f"gradients) is {1 - dv['cpu_ratio']:.0%} of exact's CPU work; the rest, "
+                       "the sparse products, dense products and dropout on the same rows, both "
+                       "methods do. On such a machine the time ratio follows this CPU ratio, "
+                       "whatever a faster network would save (see the modeled ratios).")
     return out
 
 

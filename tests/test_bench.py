@@ -68,4 +68,4 @@ def test_cpu_seconds_sum_the_workers_and_render_with_utilisation():
     assert "| 0.810 | (reported) |" in text and "at git commit abcdef0." in text
     # 2.0 CPU s / (2 cores x 1.0 s) and 1.62 / (2 x 0.9): both cores busy all epoch
     assert "| core utilisation (CPU seconds / (cores x epoch time)) | 100% | 90% |" in text
-    assert "0.81x exact's" in text
+    assert "0.81x exact's" in text and "is 19% of exact's CPU work" in text
