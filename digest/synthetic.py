@@ -50,13 +50,9 @@ def _sample_pairs(rng, count, cum, lo, hi, total, y_sorted, order, homophily, lo
     last = len(cum) - 1
     src_pos = np.minimum(np.searchsorted(cum, rng.random(count) * total, side='right'), last)
     c = y_sorted[src_pos]
-    mass_c = hi[c] - lo[c]
     inside = rng.random(count) < homophily
     u = rng.random(count)
-    # inside: uniform in [lo_c, hi_c); outside: uniform in [0, total - mass_c), skipping class c.
-    pos = np.where(inside, lo[c] + u * mass_c, u * (total - mass_c))
-    pos = np.where(~inside & (pos >= lo[c]), pos + mass_c, pos)
-    dst = order[np.minimum(np.searchsorted(cum, pos, side='right'), last)]
+    dst = _targets(cum, order, inside, u, lo[c], hi[c] - lo[c], 0.0, total)
     src = order[src_pos]
     if local is not None:
         dst = local.retarget(rng, src, c, inside, u, dst)
@@ -86,13 +82,19 @@ class _Communities:
         lo, mass = self.c_lo[cell], self.c_hi[cell] - self.c_lo[cell]
         k_mass = self.k_hi[k] - self.k_lo[k]
         # same class: inside the (k, c) cell; other class: community k without that cell
-        pos = np.where(inside, lo + u * mass, self.k_lo[k] + u * (k_mass - mass))
-        pos = np.where(~inside & (pos >= lo), pos + mass, pos)
-        last = len(self.cum) - 1
-        local = self.order[np.minimum(np.searchsorted(self.cum, pos, side='right'), last)]
+        local = _targets(self.cum, self.order, inside, u, lo, mass, self.k_lo[k], k_mass)
         # a community without other-class mass keeps the global target
         use = (rng.random(len(src)) < self.locality) & (inside | (k_mass - mass > 0))
         return np.where(use, local, dst)
+
+
+def _targets(cum, order, inside, u, lo, mass, base, span):
+    """Inverse-CDF draws from the cumulative mass ``cum`` of nodes in ``order``, one per ``u``:
+    where ``inside``, uniform in [lo, lo + mass); elsewhere uniform in [base, base + span) with
+    that interval skipped."""
+    pos = np.where(inside, lo + u * mass, base + u * (span - mass))
+    pos = np.where(~inside & (pos >= lo), pos + mass, pos)
+    return order[np.minimum(np.searchsorted(cum, pos, side='right'), len(cum) - 1)]
 
 
 def _intervals(cum, ends):
