@@ -212,7 +212,8 @@ def cli_run(out: Path, dataset: str, method: str, workers: int, epochs: int, ext
             "command": "python -m digest train " + " ".join(flags)}
 
 
-def digest_vs_exact(dataset: str, workers: int, epochs: int, reps: int, work: Path) -> dict:
+def digest_vs_exact(dataset: str, workers: int, epochs: int, reps: int, work: Path,
+                    root_flags=()) -> dict:
     import pandas as pd
 
     from experiments.costmodel import modeled_epoch_times, parse_network
@@ -220,7 +221,7 @@ def digest_vs_exact(dataset: str, workers: int, epochs: int, reps: int, work: Pa
     runs = {"exact": [], "digest": []}
     for r in range(reps):  # alternated, so that the other users' load hits both
         for method in ("exact", "digest") if r % 2 == 0 else ("digest", "exact"):
-            extra = ("--sync-interval", "10") if method == "digest" else ()
+            extra = (*root_flags, *(("--sync-interval", "10") if method == "digest" else ()))
             runs[method].append(cli_run(work / f"{method}{r}", dataset, method, workers, epochs, extra))
     res = {}
     for method, rs in runs.items():
@@ -322,7 +323,8 @@ def scale_run(args, work: Path) -> dict:
     print(f"  generated in {prep['generate_s']:.0f} s; partitions: " + ", ".join(
         f"{p}: {v['partition_s']:.0f} s, cut {v['edge_cut_fraction']:.1%}"
         for p, v in prep["partitions"].items()), flush=True)
-    model = ["--layers", str(args.scale_layers), "--hidden", str(args.scale_hidden)]
+    model = ["--layers", str(args.scale_layers), "--hidden", str(args.scale_hidden),
+             *_root_flags(args.data_root)]  # the runs read the caches prepared above
     runs, notes = {}, []
     rows = {int(p): [i + h for i, h in zip(v["inner_sizes"], v["halo_sizes"])]
             for p, v in prep["partitions"].items()}
@@ -360,6 +362,10 @@ def scale_run(args, work: Path) -> dict:
                   f"{max(runs[name]['peak_mem_mb_per_worker']) / 1024:.1f} GiB per worker", flush=True)
     return {"spec": spec, "model": f"GCN, {args.scale_layers} layers, hidden {args.scale_hidden}, "
             "dropout 0.5", **prep, "runs": runs, "rows_per_worker": rows}
+
+
+def _root_flags(root) -> tuple:
+    return ("--data-root", str(root)) if root else ()
 
 
 def _available_gib() -> float:
@@ -709,7 +715,8 @@ def main(argv=None) -> int:
             if "digest" not in skip:
                 print(f"Physics, 4 workers: exact and DIGEST (I=10), {d_reps} x {d_epochs} epochs each",
                       flush=True)
-                dv = digest_vs_exact("Physics", 4, d_epochs, d_reps, work)
+                dv = digest_vs_exact("Physics", 4, d_epochs, d_reps, work,
+                                     _root_flags(args.data_root))
                 r["digest_vs_exact"] = dv
                 print(f"  bytes ratio {dv['bytes_ratio']:.3f} (target <= 0.10), time ratio "
                       f"{dv['time_ratio']:.3f} (target <= 0.75), modeled @{dv['network']} "
