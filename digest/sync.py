@@ -29,11 +29,10 @@ class GradAllReduce(ParamSync):
             return
         grads = [p.grad if p.grad is not None else torch.zeros_like(p) for p in model.parameters()]
         flat = comm.all_reduce_(_flatten_dense_tensors(grads), "params")
+        # the gradients become views of the reduced buffer: no copy back (the next step's
+        # zero_grad sets them to None, so no step writes into another's buffer)
         for p, g in zip(model.parameters(), _unflatten_dense_tensors(flat, grads)):
-            if p.grad is None:
-                p.grad = g
-            else:
-                p.grad.copy_(g)
+            p.grad = g
 
 
 class ModelAveraging(ParamSync):

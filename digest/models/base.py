@@ -49,14 +49,19 @@ def csr(src: Tensor, dst: Tensor, value: Tensor, n_rows: int, n_cols: int) -> Te
     return coo.coalesce().to_sparse_csr()
 
 
+def csr_tensor(crow: Tensor, col: Tensor, values: Tensor, shape) -> Tensor:
+    """A CSR tensor from its parts, which this module builds consistent: no invariant check (and
+    no warning that the check is off)."""
+    return torch.sparse_csr_tensor(crow, col, values, shape, check_invariants=False)
+
+
 def csr32(t: Tensor) -> Tensor:
     """The same CSR tensor with int32 indices when they fit: MKL's sparse kernels take int32, so
     int64 indices would be converted on every product."""
     if t.layout != torch.sparse_csr or t.crow_indices().dtype == torch.int32 or \
             t.values().numel() >= 2**31 - 1 or max(t.shape) >= 2**31 - 1:
         return t
-    return torch.sparse_csr_tensor(t.crow_indices().int(), t.col_indices().int(), t.values(),
-                                   t.shape)
+    return csr_tensor(t.crow_indices().int(), t.col_indices().int(), t.values(), t.shape)
 
 
 def sparse_mm(a: Tensor, b: Tensor) -> Tensor:
@@ -192,17 +197,35 @@ class DroppedRows:
 
 
 class _SparseLinear(torch.autograd.Function):
-    """``X @ W^T`` for constant sparse X (CSR); the weight gradient ``(X^T @ G)^T`` uses X^T's
-    structure, computed once, so neither direction sorts anything per step."""
+    """``X_i @ W^T`` for constant sparse row blocks X_i (CSR; a worker's inner and halo input rows)
+    with one weight: W^T is made contiguous once for all blocks (MKL would copy a transposed
+    operand per product), and the weight gradient ``(sum_i X_i^T @ G_i)^T`` accumulates every
+    block into one buffer, transposed once. X_i^T's structure is computed once, so neither
+    direction sorts anything per step."""
 
     @staticmethod
-    def forward(ctx, weight: Tensor, feats: "SparseFeatures") -> Tensor:
+    def forward(ctx, weight: Tensor, *feats: "SparseFeatures") -> tuple[Tensor, ...]:
         ctx.feats = feats
-        return sparse_mm(feats.csr, weight.t())
+        wt = weight.t().contiguous()
+        return tuple(sparse_mm(f.csr, wt) for f in feats)
 
     @staticmethod
-    def backward(ctx, grad: Tensor):
-        return sparse_mm(ctx.feats.csr_t(), grad.contiguous()).t().contiguous(), None
+    def backward(ctx, *grads: Tensor):
+        gwt = None
+        for f, g in zip(ctx.feats, grads):
+            if g is None:
+                continue
+            if gwt is None:
+                gwt = sparse_mm(f.csr_t(), g.contiguous())
+            else:
+                gwt.addmm_(f.csr_t(), g.contiguous())  # beta = 1: accumulate in place
+        return (None if gwt is None else gwt.t().contiguous()), *([None] * len(grads))
+
+
+def sparse_linear(weight: Tensor, *feats: "SparseFeatures") -> tuple[Tensor, ...]:
+    """``f @ weight^T`` for every ``SparseFeatures`` block f: ``[n_i, F] x [F', F] -> [n_i, F']``,
+    one autograd node for all blocks (see ``_SparseLinear``)."""
+    return _SparseLinear.apply(weight, *feats)
 
 
 def _offsets(index: Tensor, size: int, dtype) -> Tensor:
@@ -247,7 +270,7 @@ class SparseFeatures:
     def with_values(self, values: Tensor) -> "SparseFeatures":
         c = self.csr
         out = SparseFeatures.__new__(SparseFeatures)
-        out.csr = torch.sparse_csr_tensor(c.crow_indices(), c.col_indices(), values, c.shape)
+        out.csr = csr_tensor(c.crow_indices(), c.col_indices(), values, c.shape)
         out.t_crow, out.t_col, out.perm, out.t_values = self.t_crow, self.t_col, self.perm, None
         out.row = self.row
         return out
@@ -256,7 +279,7 @@ class SparseFeatures:
         """X^T ``[F, n]`` as CSR, with the current values."""
         n, f = self.csr.shape
         values = self.t_values if self.t_values is not None else self.values()[self.perm]
-        return torch.sparse_csr_tensor(self.t_crow, self.t_col, values, (f, n))
+        return csr_tensor(self.t_crow, self.t_col, values, (f, n))
 
     def dropout(self, p: float) -> "SparseFeatures":
         v = self.values()
@@ -277,8 +300,7 @@ class SparseFeatures:
         crow = _offsets(self.row.index_select(0, idx), n, c.crow_indices().dtype)
         t_perm = self.perm.index_select(0, keep.index_select(0, self.perm).nonzero().squeeze(1))
         out = SparseFeatures.__new__(SparseFeatures)
-        out.csr = torch.sparse_csr_tensor(crow, col, c.values().index_select(0, idx).mul_(scale),
-                                          (n, f))
+        out.csr = csr_tensor(crow, col, c.values().index_select(0, idx).mul_(scale), (n, f))
         out.t_crow, out.perm = _offsets(col, f, crow.dtype), None
         out.t_col = self.row.index_select(0, t_perm)
         out.t_values = c.values().index_select(0, t_perm).mul_(scale)
@@ -286,15 +308,15 @@ class SparseFeatures:
 
     def linear(self, weight: Tensor) -> Tensor:
         """``X @ weight^T``: ``[n, F] x [F', F] -> [n, F']``."""
-        return _SparseLinear.apply(weight, self)
+        return sparse_linear(weight, self)[0]
 
     def rows(self, start: int, stop: int) -> "SparseFeatures":
         """Rows ``start:stop`` (with their own transpose structure)."""
         c = self.csr
         crow = c.crow_indices()[start: stop + 1]
         lo, hi = int(crow[0]), int(crow[-1])
-        return SparseFeatures(torch.sparse_csr_tensor(crow - lo, c.col_indices()[lo:hi],
-                                                      c.values()[lo:hi], (stop - start, c.size(1))))
+        return SparseFeatures(csr_tensor(crow - lo, c.col_indices()[lo:hi], c.values()[lo:hi],
+                                         (stop - start, c.size(1))))
 
     def to_dense(self) -> Tensor:
         return self.csr.to_dense()

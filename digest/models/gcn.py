@@ -6,7 +6,8 @@ import torch.nn.functional as F
 from torch_geometric.nn import GCNConv
 
 from ..part import LocalPart
-from .base import GNN, DroppedRows, GraphView, SparseFeatures, csr, csr32, local_edges, spmm
+from .base import (GNN, DroppedRows, GraphView, SparseFeatures, csr, csr32, local_edges, sparse_linear,
+                   spmm)
 
 
 class GCN(GNN):
@@ -31,7 +32,11 @@ class GCN(GNN):
             # nnz x width either way when the widths are equal)
             return F.linear(spmm(view, h, halo), c.lin.weight, c.bias)  # bias in the same kernel
         # transform first: sparse or lazily dropped inputs, or the sparse product on the narrow side
-        out = spmm(view, _linear(c, h), None if halo is None else _linear(c, halo))
+        if isinstance(h, SparseFeatures) and (halo is None or isinstance(halo, SparseFeatures)):
+            h, *rest = sparse_linear(c.lin.weight, h, *([] if halo is None else [halo]))
+            out = spmm(view, h, rest[0] if rest else None)  # inner and halo blocks in one node
+        else:
+            out = spmm(view, _linear(c, h), None if halo is None else _linear(c, halo))
         return out + c.bias if c.bias is not None else out
 
     @staticmethod
