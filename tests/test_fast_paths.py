@@ -9,7 +9,7 @@ from digest import comm, perf
 from digest.cache import prepare_partition
 from digest.config import TrainConfig
 from digest.models import GCN
-from digest.models.base import GraphView, SparseFeatures, dropout, keep_mask, spmm
+from digest.models.base import GraphView, SparseFeatures, dropout, keep_mask, sparse_linear, spmm
 from digest.models.base import scaled_keep_mask
 from digest.synthetic import make_synthetic
 from digest.trainer import Trainer
@@ -45,6 +45,29 @@ def test_sparse_features_linear_matches_dense():
     assert torch.equal(inner.to_dense(), x[:25]) and torch.equal(halo.to_dense(), x[25:])
     assert GCN.inputs(x, 60)[1] is None and torch.equal(GCN.inputs(x, 25)[1], x[25:])
 
+
+
+def test_sparse_linear_of_two_blocks_shares_one_weight_gradient():
+    # inner and halo input rows through one node: outputs = each block's product; the weight
+    # gradient sums both blocks' contributions (and skips a block whose output is unused)
+    x = _sparse_x()
+    feats = SparseFeatures(x.to_sparse_coo())
+    inner, halo = feats.rows(0, 25), feats.rows(25, 60)
+    w1 = torch.randn(7, x.size(1), requires_grad=True)
+    w2 = w1.detach().clone().requires_grad_()
+    out_i, out_h = sparse_linear(w1, inner, halo)
+    assert out_i.shape == (25, 7) and out_h.shape == (35, 7)
+    assert torch.allclose(out_i, x[:25] @ w2.t(), atol=1e-5)
+    assert torch.allclose(out_h, x[25:] @ w2.t(), atol=1e-5)
+    g_i, g_h = torch.randn(25, 7), torch.randn(35, 7)
+    (out_i * g_i).sum().add((out_h * g_h).sum()).backward()
+    (x @ w2.t()).backward(torch.cat([g_i, g_h]))
+    assert torch.allclose(w1.grad, w2.grad, atol=1e-4)
+    w1.grad = w2.grad = None
+    out_i, out_h = sparse_linear(w1, inner, halo)
+    out_h.backward(g_h)  # the inner block's output takes no part: its gradient is None
+    (x[25:] @ w2.t()).backward(g_h)
+    assert torch.allclose(w1.grad, w2.grad, atol=1e-4)
 
 def _blocks(a: torch.Tensor, n: int) -> GraphView:
     inner, halo = a[:, :n], a[:, n:]

@@ -6,8 +6,8 @@ import torch.nn.functional as F
 from torch_geometric.nn import GCNConv
 
 from ..part import LocalPart
-from .base import (GNN, DroppedRows, GraphView, SparseFeatures, csr, csr32, local_edges, sparse_linear,
-                   spmm)
+from .base import (GNN, DroppedRows, GraphView, SparseFeatures, csr, csr32, local_edges,
+                   sparse_linear, spmm)
 
 
 class GCN(GNN):
