@@ -69,3 +69,26 @@ def test_cpu_seconds_sum_the_workers_and_render_with_utilisation():
     # 2.0 CPU s / (2 cores x 1.0 s) and 1.62 / (2 x 0.9): both cores busy all epoch
     assert "| core utilisation (CPU seconds / (cores x epoch time)) | 100% | 90% |" in text
     assert "0.81x exact's" in text and "is 19% of exact's CPU work" in text
+
+
+def test_scale_sentences_follow_the_measurements():
+    import copy
+    import json
+    from pathlib import Path
+    s = json.loads((Path(bench.__file__).parent.parent / "results" / "performance.json")
+                   .read_text())["scale"]
+    s = copy.deepcopy(s)
+    s["machine"]["machine"].update(cores=2, ram_gib=23.5)
+    runs = s["runs"]
+    for name, times, mem in (("exact_w4", [30.0] * 3, [3000.0] * 4),
+                             ("digest_w4", [30.0, 20.0, 20.0], [3000.0] * 4),
+                             ("exact_w1", [10.0] * 3, [9000.0])):
+        runs[name].update(epoch_times_s=times, mean_epoch_s=sum(times) / 3,
+                          peak_mem_mb_per_worker=mem)
+    text = " ".join(bench._scale_sentences(s))
+    assert "0.67x over the later ones" in text
+    assert "(within the machine's 23.5 GiB)" in text and "1 worker's epoch is the fastest" in text
+    runs["exact_w1"].update(epoch_times_s=[40.0] * 3, mean_epoch_s=40.0)
+    runs["exact_w4"]["peak_mem_mb_per_worker"] = [7000.0] * 4  # 27.3 GiB in all
+    text = " ".join(bench._scale_sentences(s))
+    assert "MORE than the machine's 23.5 GiB" in text and "fastest" not in text
