@@ -32,11 +32,7 @@ class GCN(GNN):
             # nnz x width either way when the widths are equal)
             return F.linear(spmm(view, h, halo), c.lin.weight, c.bias)  # bias in the same kernel
         # transform first: sparse or lazily dropped inputs, or the sparse product on the narrow side
-        if isinstance(h, SparseFeatures) and (halo is None or isinstance(halo, SparseFeatures)):
-            h, *rest = sparse_linear(c.lin.weight, h, *([] if halo is None else [halo]))
-            out = spmm(view, h, rest[0] if rest else None)  # inner and halo blocks in one node
-        else:
-            out = spmm(view, _linear(c, h), None if halo is None else _linear(c, halo))
+        out = spmm(view, *_linear(c, h, halo))
         return out + c.bias if c.bias is not None else out
 
     @staticmethod
@@ -61,6 +57,14 @@ class GCN(GNN):
         return view
 
 
-def _linear(c: GCNConv, h):
-    """``h W^T`` with the layer's weight (no bias); sparse or lazily dropped rows do it their way."""
-    return h.linear(c.lin.weight) if isinstance(h, (SparseFeatures, DroppedRows)) else c.lin(h)
+def _linear(c: GCNConv, h, halo) -> tuple:
+    """``(h W^T, halo W^T)`` with the layer's weight (no bias; a None halo stays None). Sparse
+    inner and halo blocks share one node (the weight transposed once, one gradient buffer); lazily
+    dropped rows apply their mask inside their product."""
+    blocks = [h] if halo is None else [h, halo]
+    if all(isinstance(b, SparseFeatures) for b in blocks):
+        outs = sparse_linear(c.lin.weight, *blocks)
+    else:
+        outs = [b.linear(c.lin.weight) if isinstance(b, (SparseFeatures, DroppedRows)) else c.lin(b)
+                for b in blocks]
+    return outs[0], (outs[1] if halo is not None else None)
