@@ -165,8 +165,12 @@ def _resume_config(cfg: TrainConfig, argv, world: int | None) -> TrainConfig:
     return dataclasses.replace(cfg, **inherited)
 
 
+# What a worker imports beyond launch.PRELOAD: the forkserver imports it once for all workers.
+WORKER_MODULES = ("digest.methods", "baselines", "digest.asynchronous")
+
+
 def cmd_train(args) -> int:
-    from .launch import launch, under_torchrun
+    from .launch import launch, prestart, under_torchrun
 
     cfg = config_mod.from_namespace(args)
     try:
@@ -174,6 +178,8 @@ def cmd_train(args) -> int:
     except ValueError as e:
         raise UsageError(str(e)) from None
     world = int(os.environ["WORLD_SIZE"]) if under_torchrun() else None
+    if world is None and cfg.workers > 1:
+        prestart(WORKER_MODULES)  # its imports overlap with ours and the partition's loading
     if cfg.resume:
         cfg = _resume_config(cfg, getattr(args, "argv", None), world)
     _check_dataset(cfg.dataset, world or cfg.workers, "--workers")  # before the slow imports

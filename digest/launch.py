@@ -1,6 +1,14 @@
 """The local launcher: ``--workers M`` starts M worker processes through torch.distributed's own
 elastic launcher (the machinery behind torchrun), on a free port, with failures surfaced.
 
+Workers are forked from a *forkserver* (multiprocessing's) that imported torch, torch_geometric
+and the trainer once: a worker started from a fresh interpreter re-imports them all (seconds of CPU
+each, which dominated short runs with more workers than cores). The forkserver is a fresh process
+(fork + exec) that only imports: it holds no data and never initialises CUDA, so workers inherit
+none of the launcher's memory and NCCL workers are safe. Each worker still gets the launcher's
+environment, working directory and stdout/stderr as they are at launch time (``_Inherit``), as a
+spawned worker would. ``DIGEST_START_METHOD=spawn`` starts every worker from a fresh interpreter.
+
 Under ``torchrun`` this module is bypassed: torchrun already started the workers and set
 RANK / LOCAL_RANK / WORLD_SIZE / MASTER_ADDR / MASTER_PORT.
 """
@@ -21,6 +29,9 @@ PEER_LOST = 75
 # A worker that lost a peer waits this long before exiting, so that the agent (polling every
 # monitor_interval) sees the rank that died first and names it, not one of its survivors.
 GRACE_S = 2.0
+# What every worker imports; the forkserver imports them once (see prestart for more).
+PRELOAD = ("torch", "torch.distributed", "torch_geometric", "digest.trainer")
+START_METHODS = ("forkserver", "spawn")
 _QUIET = ("torch.distributed.elastic", "torch.distributed.launcher", "torch.multiprocessing",
           "torchelastic")
 
@@ -41,11 +52,53 @@ def _peer_lost(e: BaseException) -> bool:
         "timed out", "remote process exited", "communicator was aborted"))
 
 
-def _guarded(fn, args: tuple):
-    """Worker-side wrapper (every launched process runs ``fn(*args)`` through it): a worker's
-    own exception prints its traceback ONCE (here) and exits 1; a collective broken by a lost
-    peer exits PEER_LOST quietly after GRACE_S, so the launcher's single line names the rank
-    that really failed."""
+def start_method() -> str:
+    """``DIGEST_START_METHOD`` (forkserver by default; spawn where the OS has no forkserver)."""
+    import multiprocessing as mp
+    method = os.environ.get("DIGEST_START_METHOD", "forkserver")
+    if method not in START_METHODS:
+        raise ValueError(f"DIGEST_START_METHOD={method!r}: choose from {', '.join(START_METHODS)}")
+    return method if method in mp.get_all_start_methods() else "spawn"
+
+
+def prestart(modules: tuple = ()) -> None:
+    """Start the forkserver now, importing ``PRELOAD`` and ``modules`` in the background while the
+    caller does its own work (on 2 cores the two overlap). A no-op once it runs, or under spawn."""
+    if start_method() != "forkserver":
+        return
+    import multiprocessing as mp
+    from multiprocessing import forkserver
+    mp.set_forkserver_preload([*PRELOAD, *modules])  # only read when the server starts
+    forkserver.ensure_running()
+
+
+class _Inherit:
+    """The launcher's environment, working directory and stdout/stderr, taken when a worker is
+    launched and installed in it when unpickled (before the agent adds RANK etc.): a forked
+    worker would otherwise keep those of the moment the forkserver started. The two descriptors
+    travel with the process (multiprocessing's DupFd)."""
+
+    def __reduce__(self):
+        from multiprocessing import reduction
+        return _install, (dict(os.environ), os.getcwd(), [reduction.DupFd(fd) for fd in (1, 2)])
+
+
+def _install(env: dict, cwd: str, stdio: list) -> None:
+    os.environ.clear()
+    os.environ.update(env)
+    os.chdir(cwd)
+    for target, dup in zip((1, 2), stdio):
+        fd = dup.detach()
+        if fd != target:
+            os.dup2(fd, target)
+            os.close(fd)
+
+
+def _guarded(fn, args: tuple, inherited=None):
+    """Worker-side wrapper (every launched process runs ``fn(*args)`` through it; ``inherited``
+    took effect when it was unpickled, see ``_Inherit``): a worker's own exception prints its
+    traceback ONCE (here) and exits 1; a collective broken by a lost peer exits PEER_LOST quietly
+    after GRACE_S, so the launcher's single line names the rank that really failed."""
     try:
         return fn(*args)
     except Exception as e:  # noqa: BLE001 - classified and reported below
@@ -105,14 +158,16 @@ def launch_all(fn, args: tuple, nprocs: int, monitor_interval: float = 0.5) -> d
     from torch.distributed.launcher.api import LaunchConfig, elastic_launch
 
     quiet_torch_logs()
+    method = start_method()
+    prestart()  # no-op if the caller (the CLI) already started it
     config = LaunchConfig(
         min_nodes=1, max_nodes=1, nproc_per_node=nprocs, run_id=uuid.uuid4().hex,
         rdzv_backend="c10d", rdzv_endpoint=f"127.0.0.1:{free_port()}", max_restarts=0,
-        monitor_interval=monitor_interval, start_method="spawn",
+        monitor_interval=monitor_interval, start_method=method,
     )
     lost = None
     try:
-        results = elastic_launch(config, _guarded)(fn, args)
+        results = elastic_launch(config, _guarded)(fn, args, _Inherit())
     except ChildFailedError as e:
         lost = "lost worker " + ", ".join(_describe(r, f) for r, f in sorted(e.failures.items()))
     except SignalException as e:  # the launcher itself got a signal: workers are stopped

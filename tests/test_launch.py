@@ -1,4 +1,5 @@
-"""The same `python -m digest train` command runs under the local launcher and under torchrun."""
+"""The same `python -m digest train` command runs under the local launcher and under torchrun;
+the local launcher's workers see the launcher as it is at launch time."""
 from __future__ import annotations
 
 import json
@@ -6,6 +7,10 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+
+import pytest
+
+from digest import launch
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -42,3 +47,30 @@ def test_local_launcher_matches_torchrun(tmp_path):
         assert proc.returncode == 0, proc.stderr[-2000:]
         runs[how] = [line.split(",")[1] for line in (out / "metrics.csv").read_text().splitlines()[1:]]
     assert runs["local"] == runs["torchrun"]
+
+
+def _where_am_i(word):
+    print(f"worker {os.environ['RANK']} says {word}", flush=True)
+    return (os.environ.get("DIGEST_TEST_MARK"), os.getcwd(), os.environ["RANK"],
+            "torch_geometric" in sys.modules)  # imported before this call: by the forkserver
+
+
+@pytest.mark.parametrize("method", ["forkserver", "spawn"])
+def test_workers_get_the_launchers_environment_directory_and_output_at_launch_time(
+        method, tmp_path, monkeypatch, capfd):
+    monkeypatch.setenv("DIGEST_START_METHOD", method)
+    launch.prestart()  # a forkserver starts (or started earlier) with the state of then
+    monkeypatch.setenv("DIGEST_TEST_MARK", "set later")
+    monkeypatch.chdir(tmp_path)
+    capfd.readouterr()
+    out = launch.launch_all(_where_am_i, ("hello",), 2)
+    preloaded = method == "forkserver"  # a spawned worker imported only what it unpickled
+    assert out == {r: ("set later", str(tmp_path), str(r), preloaded) for r in range(2)}
+    printed = capfd.readouterr().out
+    assert "worker 0 says hello" in printed and "worker 1 says hello" in printed
+
+
+def test_unknown_start_method_is_one_clear_error(monkeypatch):
+    monkeypatch.setenv("DIGEST_START_METHOD", "threads")
+    with pytest.raises(ValueError, match="DIGEST_START_METHOD='threads': choose from forkserver, spawn"):
+        launch.start_method()
