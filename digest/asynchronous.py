@@ -79,6 +79,7 @@ from tqdm import tqdm
 from . import comm
 from .methods import register
 from .metrics import atomic_write, csv_text, peak_memory_mb, write_json
+from .profile import StepProfiler, label
 from .store import StaleHalo
 from .straggler import Straggler, parse_slow_workers  # noqa: F401  (parse_slow_workers: re-export)
 from .sync import ParamSync
@@ -324,6 +325,7 @@ class AsyncTrainer(Trainer):
             for name in ("summary.json", "metrics.csv"):
                 (out_dir / name).unlink(missing_ok=True)
         straggle = Straggler.of(cfg.slow_workers, M, rank)
+        prof = StepProfiler(cfg.profile, rank, 0, cfg.epochs)  # this worker's own steps
         snap_epochs = snapshot_epochs(cfg.epochs, cfg.eval_every)
         if rank == 0:
             _SERVER = ParameterServer(self.model.parameters(), cfg, M, M * cfg.epochs,
@@ -343,11 +345,14 @@ class AsyncTrainer(Trainer):
             step = 0
             while True:  # ends: every push either spends one unit of the finite budget or says done
                 comm.traffic.reset()
+                prof.before(step)
                 t0 = time.perf_counter()
-                loss = self.step(step)
+                with label("train_step"):
+                    loss = self.step(step)
                 if not self.sync.applied:  # the budget was spent before this gradient arrived
                     discarded += 1
                     break
+                prof.after(step)
                 # the last applied step does not sleep: the worker stops as soon as it is done
                 slept = 0.0 if client.done else straggle(
                     time.perf_counter() - t0 - comm.traffic.seconds)
@@ -360,6 +365,7 @@ class AsyncTrainer(Trainer):
                 if client.done:
                     break
             loop_time = time.perf_counter() - t_start
+            prof.close()  # a worker whose budget ran out inside the window reports what it saw
             bar.close()
             ok = True
         finally:  # graceful = wait for every worker's last call; after an error: just stop

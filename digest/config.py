@@ -57,6 +57,8 @@ class TrainConfig:
     resume: str | None = _f(None, "resume the run in this output directory")
     device: str = _f("auto", "cpu, cuda or auto", choices=("auto", "cpu", "cuda"))
     progress: bool = _f(True, "show a progress bar")
+    profile: str | None = _f(None, "write torch.profiler reports of training steps 5-14 (each "
+                             "rank's operator table and timeline) into this directory")
 
     def run_dir(self, world: int) -> str:
         name = self.dataset.replace(":", "_").replace(",", "_").replace("=", "")

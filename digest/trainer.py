@@ -21,6 +21,7 @@ from .halo import ExactHalo, HaloPlan
 from .metrics import best_validation, csv_text, atomic_write, peak_memory_mb, write_json
 from .models import MODELS
 from .part import LocalPart
+from .profile import StepProfiler, label
 from .straggler import Straggler, parse_slow_workers
 
 
@@ -80,10 +81,11 @@ class Trainer:
     def evaluate(self) -> dict:
         """Exact full-graph inference: fresh halos, no dropout; accuracies over all workers."""
         self.model.eval()
-        pred = self.model(self.x, self.eval_view, self.eval_halo.halo).argmax(-1)
-        hits = [float((pred[m] == self.y[m]).sum()) for m in self.masks]
+        with label("evaluate"):
+            pred = self.model(self.x, self.eval_view, self.eval_halo.halo).argmax(-1)
+            hits = [float((pred[m] == self.y[m]).sum()) for m in self.masks]
+            hits = comm.all_reduce_(torch.tensor(hits, dtype=torch.float64), category=None)
         totals = [self.part.num_train_global, self.part.num_val_global, self.part.num_test_global]
-        hits = comm.all_reduce_(torch.tensor(hits, dtype=torch.float64), category=None)
         return {f"{s}_acc": float(h) / max(1, t) for s, h, t in zip(("train", "val", "test"), hits, totals)}
 
     def fit(self, out_dir: Path, summary_extra: dict) -> dict | None:
@@ -96,6 +98,7 @@ class Trainer:
         # --slow-workers: this rank sleeps (FACTOR - 1) x its compute time after every step; the
         # sleep is part of the step's wall time (the others wait for it at the next collective)
         straggle = Straggler.of(cfg.slow_workers, self.rt.world_size, rank)
+        prof = StepProfiler(cfg.profile, rank, self.start_epoch, cfg.epochs)
         tqdm.set_lock(threading.RLock())  # one bar, one process: no multiprocessing semaphore
         shown = float("-inf")  # when progress.csv was last written
         bar = tqdm(range(self.start_epoch, cfg.epochs), desc=f"{cfg.method} x{self.rt.world_size}",
@@ -103,8 +106,10 @@ class Trainer:
         for epoch in bar:
             _fault_injection(rank, epoch)
             comm.traffic.reset()
+            prof.before(epoch)
             t0, c0 = time.perf_counter(), time.process_time()
-            loss = self.step(epoch)
+            with label("train_step"):
+                loss = self.step(epoch)
             cpu = time.process_time() - c0  # this process's CPU seconds (all its threads)
             slept = straggle(time.perf_counter() - t0 - comm.traffic.seconds)
             mine = {"time": time.perf_counter() - t0, "loss": loss, "cpu_time": cpu,
@@ -130,6 +135,7 @@ class Trainer:
                 shown = time.monotonic()
             if saving:
                 checkpoint.save(out_dir, self, epoch + 1)
+            prof.after(epoch)
         bar.close()
         if rank != 0:
             return None
