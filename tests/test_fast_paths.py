@@ -10,7 +10,7 @@ from digest.cache import prepare_partition
 from digest.config import TrainConfig
 from digest.models import GCN
 from digest.models.base import GraphView, SparseFeatures, dropout, keep_mask, sparse_linear, spmm
-from digest.models.base import scaled_keep_mask
+from digest.models.base import float_keep_mask
 from digest.synthetic import make_synthetic
 from digest.trainer import Trainer
 from distributed import run_workers
@@ -110,12 +110,12 @@ def test_spmm_keeps_an_empty_halo_in_the_graph():
     assert empty.grad is not None and empty.grad.shape == (0, 4)
 
 
-def test_scaled_keep_mask_is_the_bool_mask_scaled():
+def test_float_keep_mask_is_the_bool_mask_as_floats():
     torch.manual_seed(3)
     mask, scale = keep_mask((1000, 7), 0.3)
     torch.manual_seed(3)
-    scaled = scaled_keep_mask((1000, 7), 0.3)
-    assert torch.equal(scaled, mask.float() * scale)
+    floats, same_scale = float_keep_mask((1000, 7), 0.3)
+    assert torch.equal(floats, mask.float()) and same_scale == scale
 
 
 def test_dropout_keeps_the_right_fraction_and_scales():
