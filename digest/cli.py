@@ -215,7 +215,7 @@ def parser() -> argparse.ArgumentParser:
     q = sub.add_parser("partition", help="partition a dataset and print its statistics")
     q.add_argument("--dataset", default="synthetic")
     q.add_argument("--parts", type=int, required=True)
-    q.add_argument("--partitioner", default="metis", choices=("metis", "random"))
+    q.add_argument("--partitioner", default="metis", choices=config_mod.PARTITIONERS)
     q.add_argument("--seed", type=int, default=0)
     q.add_argument("--data-root", default=None)
     q.add_argument("--sparse", default="auto", choices=("auto", "always", "never"))

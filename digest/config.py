@@ -8,6 +8,12 @@ import os
 from dataclasses import dataclass, field
 
 
+# metis: balanced node counts; metis-edges: balanced local-graph edges (vertex weight = in-degree
+# + 1, the rows a node's aggregation reads), i.e. balanced aggregation work on skewed degrees;
+# random: the ablation (digest/partition.py).
+PARTITIONERS = ("metis", "metis-edges", "random")
+
+
 def _f(default, help: str, **kw):
     return field(default=default, metadata={"help": help, **kw})
 
@@ -21,7 +27,8 @@ class TrainConfig:
     sparse: str = _f("auto", "keep low-density features sparse", choices=("auto", "always", "never"))
     # how to split it
     workers: int = _f(1, "worker processes (ignored under torchrun, which sets WORLD_SIZE)")
-    partitioner: str = _f("metis", "graph partitioner", choices=("metis", "random"))
+    partitioner: str = _f("metis", "graph partitioner (metis: balanced nodes, metis-edges: "
+                           "balanced edges, random)", choices=PARTITIONERS)
     # the model
     model: str = _f("gcn", "architecture", choices=("gcn", "sage", "gat"))
     layers: int = _f(3, "number of GNN layers L")

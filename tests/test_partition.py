@@ -5,6 +5,7 @@ import torch
 from digest.graph import Graph, canonical_edges
 from digest.part import extract_part
 from digest.partition import PartitionError, assign_parts, build_book, partition, partition_stats
+from digest.synthetic import make_synthetic
 
 # 9 nodes, 12 undirected edges, 3 parts. Owners interleave so that ids and positions differ.
 PART_OF = torch.tensor([0, 1, 0, 2, 1, 0, 2, 1, 2])
@@ -116,14 +117,14 @@ def random_graph(n=2000, seed=0):
                  test_mask=torch.zeros(n, dtype=torch.bool), num_classes=1)
 
 
-@pytest.mark.parametrize("method", ["metis", "random"])
+@pytest.mark.parametrize("method", ["metis", "metis-edges", "random"])
 def test_partitioners_balanced(method):
     g = random_graph()
     book = partition(g, 4, method, seed=0)
     assert book.part_of.shape == (2000,) and book.part_of.dtype == torch.long
     assert int(book.part_of.min()) == 0 and int(book.part_of.max()) == 3
     assert sum(t.numel() for t in book.inner) == 2000
-    assert book.stats["node_balance"] < 1.1
+    assert book.stats["node_balance"] < 1.1  # near-uniform degrees: edges balanced = nodes too
     assert book.stats["method"] == method and book.stats["seconds"] >= 0
     if method == "random":
         assert book.stats["inner_sizes"] == [500, 500, 500, 500]
@@ -136,6 +137,15 @@ def test_metis_beats_random_cut():
     assert partition(g, 4, "metis").stats["edge_cut"] < partition(g, 4, "random").stats["edge_cut"]
 
 
+def test_metis_edges_balances_the_edges_of_a_skewed_graph():
+    """Degree-corrected SBM (power-law degrees): plain METIS balances node counts, so the part
+    holding the hubs holds more edges; vertex weights in-degree + 1 balance edges instead."""
+    g = make_synthetic(nodes=3000, avg_degree=20, degree_exp=2.1, seed=1)
+    nodes, edges = partition(g, 4, "metis").stats, partition(g, 4, "metis-edges").stats
+    assert nodes["node_balance"] < 1.05 < nodes["edge_balance"]
+    assert edges["edge_balance"] < 1.05 and edges["edge_balance"] < nodes["edge_balance"]
+
+
 def test_metis_unsorted_edge_list_same_answer():
     g = random_graph(500)
     perm = torch.randperm(g.num_edges, generator=torch.Generator().manual_seed(1))
@@ -143,7 +153,7 @@ def test_metis_unsorted_edge_list_same_answer():
     assert torch.equal(assign_parts(shuffled, 4, "metis"), assign_parts(g, 4, "metis"))
 
 
-@pytest.mark.parametrize("method", ["metis", "random"])
+@pytest.mark.parametrize("method", ["metis", "metis-edges", "random"])
 def test_one_part_trivial(method):
     g = toy_graph()
     book = partition(g, 1, method)
