@@ -166,7 +166,7 @@ def _resume_config(cfg: TrainConfig, argv, world: int | None) -> TrainConfig:
 
 
 # What a worker imports beyond launch.PRELOAD: the forkserver imports it once for all workers.
-WORKER_MODULES = ("digest.methods", "baselines", "digest.asynchronous")
+WORKER_MODULES = ("baselines", "digest.asynchronous")
 
 
 def cmd_train(args) -> int:

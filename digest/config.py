@@ -8,10 +8,7 @@ import os
 from dataclasses import dataclass, field
 
 
-# metis: balanced node counts; metis-edges: balanced local-graph edges (vertex weight = in-degree
-# + 1, the rows a node's aggregation reads), i.e. balanced aggregation work on skewed degrees;
-# random: the ablation (digest/partition.py).
-PARTITIONERS = ("metis", "metis-edges", "random")
+PARTITIONERS = ("metis", "metis-edges", "random")  # see digest/partition.py assign_parts
 
 
 def _f(default, help: str, **kw):

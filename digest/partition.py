@@ -18,7 +18,6 @@ from .config import PARTITIONERS
 from .graph import Graph
 
 
-
 class PartitionError(ValueError):
     """Bad partition request (parts < 1 or > nodes, unknown partitioner)."""
 
