@@ -92,3 +92,19 @@ def test_scale_sentences_follow_the_measurements():
     runs["exact_w4"]["peak_mem_mb_per_worker"] = [7000.0] * 4  # 27.3 GiB in all
     text = " ".join(bench._scale_sentences(s))
     assert "MORE than the machine's 23.5 GiB" in text and "fastest" not in text
+
+
+def test_scale_partition_lines_say_when_a_cached_partition_was_reused():
+    import copy
+    import json
+    from pathlib import Path
+    s = json.loads((Path(bench.__file__).parent.parent / "results" / "performance.json")
+                   .read_text())["scale"]
+    s = copy.deepcopy(s)
+    text = "\n".join(bench._render_scale(s, "t"))  # the committed record built its partitions
+    assert "with writing the part files" in text and "reused" not in text
+    four = s["partitions"]["4"]
+    four.update(cache_reused=True, cache_built_utc="2026-11-30 13:41 UTC", partition_and_save_s=11.0)
+    text = "\n".join(bench._render_scale(s, "t"))
+    assert (f"- METIS into 4 parts: {four['partition_s']:.0f} s, measured when its cache was built "
+            "(2026-11-30 13:41 UTC); this run reused the cache (checked in 11 s); edge cut") in text
