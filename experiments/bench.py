@@ -505,7 +505,7 @@ def _render_scale(s: dict, title: str) -> list[str]:
         cut = (f"edge cut {v['edge_cut']:,} undirected edges ({v['edge_cut_fraction']:.1%} of "
                f"edges); node balance {v['node_balance']:.3f}")
         if v.get("cache_reused"):  # records older than this field were all built by their run
-            reused = (f"this run reused the cache (checked in {v['partition_and_save_s']:.0f} s)")
+            reused = f"this run reused the cache (checked in {v['partition_and_save_s']:.0f} s)"
             L.append(f"- 1 part (no partitioning): cache built {v['cache_built_utc']}; {reused}"
                      if int(p) == 1 else
                      f"- METIS into {p} parts: {v['partition_s']:.0f} s, measured when its cache "
