@@ -89,10 +89,11 @@ def assign_parts(graph: Graph, num_parts: int, method: str = "metis", seed: int 
         order = torch.argsort(dst_t * n + src_t)  # the (dst, src) order canonical_edges gives
         dst_t, src_t = dst_t[order], src_t[order]
     dst, src = dst_t.numpy(), src_t.numpy()
+    deg = np.bincount(dst, minlength=n)
     xadj = np.zeros(n + 1, dtype=np.int64)
-    np.cumsum(np.bincount(dst, minlength=n), out=xadj[1:])
+    np.cumsum(deg, out=xadj[1:])
     opts = pymetis.Options(seed=seed)
-    weights = (np.diff(xadj) + 1).tolist() if method == "metis-edges" else None
+    weights = (deg + 1).tolist() if method == "metis-edges" else None
     if hasattr(pymetis, "CSRAdjacency"):  # xadj=/adjncy= keywords are deprecated since 2025.2
         adjacency = pymetis.CSRAdjacency(xadj, src.astype(np.int64, copy=False))
         _, membership = pymetis.part_graph(num_parts, adjacency, vweights=weights, options=opts)

@@ -2,6 +2,9 @@
 the per-worker columns the trainer writes (the measurements themselves are benchmarks, not tests)."""
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 import pandas as pd
 
 from experiments import bench
@@ -71,13 +74,14 @@ def test_cpu_seconds_sum_the_workers_and_render_with_utilisation():
     assert "0.81x exact's" in text and "is 19% of exact's CPU work" in text
 
 
+def _committed_scale() -> dict:
+    """The committed scale record (a fresh copy each call: tests edit it)."""
+    return json.loads((Path(bench.__file__).parent.parent / "results" / "performance.json")
+                      .read_text())["scale"]
+
+
 def test_scale_sentences_follow_the_measurements():
-    import copy
-    import json
-    from pathlib import Path
-    s = json.loads((Path(bench.__file__).parent.parent / "results" / "performance.json")
-                   .read_text())["scale"]
-    s = copy.deepcopy(s)
+    s = _committed_scale()
     s["machine"]["machine"].update(cores=2, ram_gib=23.5)
     runs = s["runs"]
     for name, times, mem in (("exact_w4", [30.0] * 3, [3000.0] * 4),
@@ -95,12 +99,7 @@ def test_scale_sentences_follow_the_measurements():
 
 
 def test_scale_partition_lines_say_when_a_cached_partition_was_reused():
-    import copy
-    import json
-    from pathlib import Path
-    s = json.loads((Path(bench.__file__).parent.parent / "results" / "performance.json")
-                   .read_text())["scale"]
-    s = copy.deepcopy(s)
+    s = _committed_scale()
     for v in s["partitions"].values():  # as records before this field: built by their own run
         v.pop("cache_reused", None)
     text = "\n".join(bench._render_scale(s, "t"))
