@@ -1,8 +1,9 @@
 """DIGEST-A: asynchronous DIGEST for heterogeneous workers (METHODS.md section 4, last bullets).
 
-No barrier between workers while they train. Rank 0's process hosts, beside its own worker, a
-parameter server and the representation store, both reached through torch.distributed.rpc (their
-handlers run in rank 0's rpc thread pool, under one lock):
+No barrier between workers while they train. A server process of their own (digest/server.py,
+started by rank 0; not rank 0 itself, which would serve its own worker first) hosts the parameter
+server and the representation store, both reached through torch.distributed.rpc (their handlers
+run in its rpc thread pool, under one lock):
 
 - every step, each worker runs forward/backward on its partition with a stale halo (layer 0: the
   exact input features as always; hidden layers: rows from the store), sends its gradient to the
@@ -76,7 +77,7 @@ from torch import Tensor
 from torch._utils import _flatten_dense_tensors, _unflatten_dense_tensors
 from tqdm import tqdm
 
-from . import comm
+from . import comm, server
 from .methods import register
 from .metrics import atomic_write, csv_text, peak_memory_mb, write_json
 from .profile import StepProfiler, label
@@ -101,94 +102,12 @@ def snapshot_epochs(epochs: int, eval_every: int, cap: int = MAX_SNAPSHOTS) -> l
 
 
 # -- the server (lives in rank 0's process) -------------------------------------------------------
-class ParameterServer:
-    """Parameters + Adam + the representation store, behind one lock (rpc handlers are threads).
-
-    Store: ``(owner, dest) -> (rows [n, sum of hidden widths], tag)``; ``tag`` = the owner's
-    completed steps when its forward computed the rows. ``budget``: gradients to apply in all
-    (M x epochs); once it is spent, a pushed gradient is dropped and the reply says done."""
-
-    def __init__(self, params, cfg, world: int, budget: int, snapshot_versions=()):
-        self.params = [p.detach().clone().cpu().requires_grad_(True) for p in params]
-        # one server epoch = M arrivals, each an estimate of the full gradient: lr / M per arrival
-        self.opt = torch.optim.Adam(self.params, lr=cfg.lr / world, weight_decay=cfg.weight_decay)
-        self.world = world
-        self.version = 0
-        self.steps = [0] * world  # gradients applied, per worker (= its completed steps)
-        self.budget = budget
-        self.times: list[float] = []  # times[v - 1] = wall s (since start_clock) of version v
-        self.lock = threading.Lock()
-        self.blocks: dict[tuple[int, int], tuple[Tensor, int]] = {}
-        self.snapshot_versions = set(snapshot_versions)
-        self.snapshots: dict[int, tuple[float, Tensor]] = {}  # version -> (wall s, flat params)
-        self.t0 = time.perf_counter()
-
-    def start_clock(self) -> None:
-        self.t0 = time.perf_counter()
-
-    def push_grads(self, rank: int, version: int, flat_grad: Tensor):
-        """Apply one worker's gradient now. Returns (latest flat parameters, new version, every
-        worker's step count, this gradient's version lag, whether the budget is now spent). Once
-        the budget is spent the gradient is dropped: parameters None (nothing to send back)."""
-        with self.lock:
-            lag = self.version - version
-            if self.version >= self.budget:
-                return None, self.version, list(self.steps), lag, True
-            for p, g in zip(self.params, _unflatten_dense_tensors(flat_grad, self.params)):
-                p.grad = g
-            self.opt.step()
-            self.version += 1
-            self.steps[rank] += 1
-            self.times.append(time.perf_counter() - self.t0)
-            flat = _flatten_dense_tensors([p.detach() for p in self.params])  # a fresh copy
-            if self.version in self.snapshot_versions:
-                self.snapshots[self.version] = (self.times[-1], flat.clone())
-            return flat, self.version, list(self.steps), lag, self.version >= self.budget
-
-    def push_rows(self, owner: int, tag: int, rows: Tensor, counts: list[int]) -> None:
-        """Owner's boundary rows, in its send order (peer 0's block, peer 1's, ...)."""
-        with self.lock:
-            for dest, block in enumerate(rows.split(counts)):
-                if counts[dest] and dest != owner:
-                    self.blocks[(owner, dest)] = (block.clone(), tag)  # compact, owned here
-
-    def pull_rows(self, dest: int, known: list[int]) -> list:
-        """Blocks for ``dest``'s halo, per owner: (rows, tag) if newer than ``known[owner]``, else
-        None (nothing new to send)."""
-        with self.lock:
-            out = []
-            for owner in range(self.world):
-                b = self.blocks.get((owner, dest))
-                out.append(b if b is not None and b[1] > known[owner] else None)
-            return out
-
-    def snapshot(self, version: int) -> tuple[float, Tensor]:
-        with self.lock:
-            return self.snapshots[version]
-
-
-_SERVER: ParameterServer | None = None  # set in rank 0's process only
-
-
-# rpc entry points: module-level so that rpc can name them; they run in rank 0's process.
-def _push_grads(rank, version, flat_grad):
-    return _SERVER.push_grads(rank, version, flat_grad)
-
-
-def _push_rows(owner, tag, rows, counts):
-    return _SERVER.push_rows(owner, tag, rows, counts)
-
-
-def _pull_rows(dest, known):
-    return _SERVER.pull_rows(dest, known)
-
-
 # -- the worker side -------------------------------------------------------------------------------
 class AsyncClient:
     """What one worker knows of the server: the version of its parameters, every worker's step
     count as of its last gradient push, and whether the training budget is spent (``done``)."""
 
-    SERVER = 0
+    SERVER = server.NAME
 
     def __init__(self, rank: int, world: int, timeout_s: float):
         self.rank, self.world, self.timeout = rank, world, timeout_s
@@ -199,16 +118,16 @@ class AsyncClient:
     def push_grads(self, flat_grad: Tensor) -> tuple[Tensor | None, int]:
         """(latest parameters, or None when the gradient was dropped: budget spent; its lag)."""
         flat, version, steps, lag, done = comm.rpc_sync(
-            self.SERVER, _push_grads, (self.rank, self.version, flat_grad), "params", self.timeout)
+            self.SERVER, server.push_grads, (self.rank, self.version, flat_grad), "params", self.timeout)
         self.version, self.steps, self.done = version, steps, done
         return flat, lag
 
     def push_rows(self, tag: int, rows: Tensor, counts: list[int]) -> None:
-        comm.rpc_sync(self.SERVER, _push_rows, (self.rank, tag, rows, list(counts)), "store",
+        comm.rpc_sync(self.SERVER, server.push_rows, (self.rank, tag, rows, list(counts)), "store",
                       self.timeout)
 
     def pull_rows(self, known: list[int]) -> list:
-        return comm.rpc_sync(self.SERVER, _pull_rows, (self.rank, list(known)), "store",
+        return comm.rpc_sync(self.SERVER, server.pull_rows, (self.rank, list(known)), "store",
                              self.timeout)
 
 
@@ -316,7 +235,6 @@ class AsyncTrainer(Trainer):
     snapshots, and rank 0 merges the rows into one per server epoch."""
 
     def fit(self, out_dir: Path, summary_extra: dict) -> dict | None:
-        global _SERVER
         cfg, rank, M, out_dir = self.cfg, self.rt.rank, self.rt.world_size, Path(out_dir)
         if cfg.resume or cfg.checkpoint_every:
             raise ValueError("digest-async cannot checkpoint or resume (the server's state is "
@@ -327,17 +245,21 @@ class AsyncTrainer(Trainer):
         straggle = Straggler.of(cfg.slow_workers, M, rank)
         prof = StepProfiler(cfg.profile, rank, 0, cfg.epochs)  # this worker's own steps
         snap_epochs = snapshot_epochs(cfg.epochs, cfg.eval_every)
-        if rank == 0:
-            _SERVER = ParameterServer(self.model.parameters(), cfg, M, M * cfg.epochs,
-                                      [M * e for e in snap_epochs])
-        comm.rpc_init(cfg.timeout)
+        proc = server.ServerProcess(M + 1, cfg.timeout) if rank == 0 else None
+        comm.rpc_init(cfg.timeout, extra=1, start_extra=proc.start if proc else None)
         client = self.sync.client
-        mine, ok, discarded = [], False, 0
+        mine, ok, discarded, times, snaps = [], False, 0, [], {}
         try:
+            if rank == 0:  # everyone has joined: seed the server with the initial parameters
+                proc.joined.set()
+                params = [p.detach().cpu() for p in self.model.parameters()]
+                comm.rpc_sync(server.NAME, server.setup, (
+                    _flatten_dense_tensors(params), [p.shape for p in params], cfg.lr / M,
+                    cfg.weight_decay, M, M * cfg.epochs, [M * e for e in snap_epochs]))
             self.policy.before_step(0, lambda halo: self.model(self.x_train, self.view, halo))
+            if rank == 0:  # the server's clock starts as the workers are let go
+                comm.rpc_sync(server.NAME, server.start_clock)
             comm.barrier()  # the store is seeded by everyone: from here on, nobody waits
-            if rank == 0:
-                _SERVER.start_clock()
             t_start = time.perf_counter()
             tqdm.set_lock(threading.RLock())  # one bar, one process: no multiprocessing semaphore
             bar = tqdm(total=cfg.epochs, desc=f"{cfg.method} x{M} (server epochs)",
@@ -365,32 +287,37 @@ class AsyncTrainer(Trainer):
                 if client.done:
                     break
             loop_time = time.perf_counter() - t_start
-            prof.close()  # a worker whose budget ran out inside the window reports what it saw
+            prof.close(len(mine))  # a worker whose budget ran out before or inside the window says so
             bar.close()
+            if rank == 0:  # the budget is spent, so the server's record is final: fetch it
+                times = comm.rpc_sync(server.NAME, server.times)
+                snaps = {e: comm.rpc_sync(server.NAME, server.snapshot, (M * e,)) for e in snap_epochs}
             ok = True
         finally:  # graceful = wait for every worker's last call; after an error: just stop
             comm.rpc_shutdown(graceful=ok, timeout_s=cfg.timeout)
-        evals = self._evaluate_snapshots(snap_epochs)
+            if proc is not None:
+                proc.stop(graceful=ok)
+        evals = self._evaluate_snapshots(snap_epochs, snaps)
         everyone = comm.all_gather_object({"rows": mine, "loop_time": loop_time,
                                            "discarded": discarded, "factor": straggle.factor})
         if rank != 0:
             return None
-        self.rows = _merge(everyone, evals, _SERVER.times, M)
+        self.rows = _merge(everyone, evals, times, M)
         summary = {**summary_extra, **self.summary(), **_async_summary(everyone, self.rows)}
-        _SERVER = None
         atomic_write(out_dir / "metrics.csv", csv_text(self.rows))
         write_json(out_dir / "summary.json", summary)  # written last: its presence = complete
         return summary
 
-    def _evaluate_snapshots(self, snap_epochs: list[int]) -> dict[int, dict]:
-        """Exact collective inference of each kept server snapshot (rank 0 broadcasts it); the
-        model ends holding the server's final parameters."""
+    def _evaluate_snapshots(self, snap_epochs: list[int], snaps: dict) -> dict[int, dict]:
+        """Exact collective inference of each kept server snapshot (rank 0 holds them, as
+        ``snaps[e] = (wall s, flat parameters)``, and broadcasts each); the model ends holding
+        the server's final parameters."""
         M = self.rt.world_size
         params = [p.data for p in self.model.parameters()]
         out = {}
         for e in snap_epochs:
             if self.rt.rank == 0:
-                wall, flat = _SERVER.snapshot(M * e)
+                wall, flat = snaps.pop(e)
                 flat = flat.to(params[0].device)
             else:
                 wall, flat = None, torch.empty(sum(p.numel() for p in params), device=params[0].device)

@@ -166,52 +166,73 @@ def barrier():
 
 # -- torch.distributed.rpc (DIGEST-A's parameter server and representation store) ---------------
 # RPC gets its own TCPStore: rank 0 opens it on a port the OS picks (port 0, so no race and no
-# hard-coded port) and tells the others through the process group. Bytes of an rpc call are
-# counted by the CALLER, both directions (its request and the reply it asked for), under the
-# category it names, so a worker's traffic is what its own pulls and pushes cost; a call a process
-# makes to itself (rank 0 is also a worker) crosses no process boundary and is not counted.
+# hard-coded port) and tells the others through the process group. Besides the M ranks, extra
+# members may join the rpc group (DIGEST-A's server process, which is in no process group): they
+# get the store's address from rank 0 and call rpc_join. Bytes of an rpc call are counted by the
+# CALLER, both directions (its request and the reply it asked for), under the category it names,
+# so a worker's traffic is what its own pulls and pushes cost; a call a process makes to itself
+# crosses no process boundary and is not counted.
 
 _RPC_SCHEME = "digest-rpc"
-_rpc_store = None
+_rpc_member = None  # (store, rpc rank, rpc world size) of this process, for the rendezvous
 
 
 def _rpc_rendezvous(url, **kwargs):
-    yield _rpc_store, rank(), world_size()
+    yield _rpc_member
 
 
 def rpc_name(r: int) -> str:
     return f"worker{r}"
 
 
-def rpc_init(timeout_s: float = 300.0, threads: int | None = None) -> None:
-    """Start this process's rpc agent (TensorPipe) as ``worker<rank>``. Collective: every rank."""
-    from torch.distributed import rpc
-    from torch.distributed.rendezvous import _rendezvous_handlers, register_rendezvous_handler
-
-    global _rpc_store
+def rpc_init(timeout_s: float = 300.0, threads: int | None = None, extra: int = 0,
+             start_extra=None) -> None:
+    """Start this process's rpc agent (TensorPipe) as ``worker<rank>``. Collective: every rank.
+    ``extra`` more members join as rpc ranks M, M + 1, ...: rank 0 calls ``start_extra(host,
+    port)`` once the rpc store listens, to start them; each of them calls ``rpc_join``."""
     me, M = rank(), world_size()
     host = os.environ.get("MASTER_ADDR", "127.0.0.1")
     timeout = datetime.timedelta(seconds=timeout_s)
     port = torch.zeros(1, dtype=torch.long)
     if me == 0:
-        _rpc_store = dist.TCPStore(host, 0, M, is_master=True, timeout=timeout,
-                                   wait_for_workers=False)
-        port[0] = _rpc_store.port
+        store = dist.TCPStore(host, 0, M + extra, is_master=True, timeout=timeout,
+                              wait_for_workers=False)
+        port[0] = store.port
+        if start_extra is not None:
+            start_extra(host, store.port)
     broadcast_(port)  # over the process group, which already exists
     if me != 0:
-        _rpc_store = dist.TCPStore(host, int(port), M, is_master=False, timeout=timeout)
+        store = dist.TCPStore(host, int(port), M + extra, is_master=False, timeout=timeout)
+    _rpc_agent(rpc_name(me), me, M + extra, store, timeout_s, threads)
+
+
+def rpc_join(name: str, me: int, members: int, host: str, port: int, timeout_s: float = 300.0,
+             threads: int | None = None) -> None:
+    """Join the rpc group of ``members`` as rpc rank ``me`` named ``name``, from a process outside
+    the process group (DIGEST-A's server), through the store rank 0 opened at ``host:port``."""
+    store = dist.TCPStore(host, port, members, is_master=False,
+                          timeout=datetime.timedelta(seconds=timeout_s))
+    _rpc_agent(name, me, members, store, timeout_s, threads)
+
+
+def _rpc_agent(name: str, me: int, members: int, store, timeout_s: float, threads: int | None):
+    from torch.distributed import rpc
+    from torch.distributed.rendezvous import _rendezvous_handlers, register_rendezvous_handler
+
+    global _rpc_member
+    _rpc_member = (store, me, members)
     if _RPC_SCHEME not in _rendezvous_handlers:
         register_rendezvous_handler(_RPC_SCHEME, _rpc_rendezvous)
     options = rpc.TensorPipeRpcBackendOptions(
         init_method=f"{_RPC_SCHEME}://", rpc_timeout=timeout_s,
-        num_worker_threads=threads or max(4, 2 * M))
-    rpc.init_rpc(rpc_name(me), rank=me, world_size=M, rpc_backend_options=options)
+        num_worker_threads=threads or max(4, 2 * members))
+    rpc.init_rpc(name, rank=me, world_size=members, rpc_backend_options=options)
 
 
 def rpc_shutdown(graceful: bool = True, timeout_s: float = 300.0) -> None:
     """Graceful: wait (at most ``timeout_s``) until every rank got here and all outstanding calls
     are answered, then stop. Not graceful (after an error): stop this agent now, wait for nobody."""
-    global _rpc_store
+    global _rpc_member
     from torch.distributed import rpc
     try:
         if graceful:
@@ -222,7 +243,7 @@ def rpc_shutdown(graceful: bool = True, timeout_s: float = 300.0) -> None:
             except Exception:  # noqa: BLE001 - cleaning up after an error: report that one
                 pass
     finally:
-        _rpc_store = None
+        _rpc_member = None
 
 
 # how TensorPipe words a lost or silent peer (a remote exception keeps its own message)
@@ -240,21 +261,23 @@ def _tensor_bytes(obj) -> int:
     return 0
 
 
-def rpc_sync(dst: int, fn, args: tuple = (), category: str | None = None,
+def rpc_sync(dst: int | str, fn, args: tuple = (), category: str | None = None,
              timeout_s: float | None = None):
-    """``fn(*args)`` run by rank ``dst`` (in its rpc thread pool); returns its result. Tensors
-    travel both ways and are counted under ``category`` (None: control, not counted)."""
+    """``fn(*args)`` run by rank ``dst`` or the rpc member named ``dst`` (in its rpc thread pool);
+    returns its result. Tensors travel both ways and are counted under ``category`` (None:
+    control, not counted)."""
     if dst == rank():
         return fn(*args)
     from torch.distributed import rpc
+    name = dst if isinstance(dst, str) else rpc_name(dst)
     t0 = time.perf_counter()
     try:
-        out = rpc.rpc_sync(rpc_name(dst), fn, args=args,
+        out = rpc.rpc_sync(name, fn, args=args,
                            timeout=-1.0 if timeout_s is None else timeout_s)
     except RuntimeError as e:  # the transport's errors: the peer is gone or not answering
         if isinstance(e, dist.DistError) or not any(s in str(e) for s in _RPC_LOST):
             raise  # an exception of fn itself, re-raised here by rpc
-        raise dist.DistNetworkError(f"rpc to {rpc_name(dst)} failed, the peer is lost: {e}") from e
+        raise dist.DistNetworkError(f"rpc to {name} failed, the peer is lost: {e}") from e
     if category is not None:
         traffic.seconds += time.perf_counter() - t0
         traffic.bytes[category] += _tensor_bytes(args) + _tensor_bytes(out)

@@ -136,6 +136,7 @@ class Trainer:
             if saving:
                 checkpoint.save(out_dir, self, epoch + 1)
             prof.after(epoch)
+        prof.close(cfg.epochs - self.start_epoch)  # a no-op unless the window was never reached
         bar.close()
         if rank != 0:
             return None

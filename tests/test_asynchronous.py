@@ -1,6 +1,6 @@
 """DIGEST-A (digest/asynchronous.py): the server's bookkeeping and budget, the rows per server
 epoch, M = 1 equivalence with synchronous DIGEST, real asynchronous runs over
-torch.distributed.rpc with a 3x slower worker; and --slow-workers under the synchronous loop."""
+torch.distributed.rpc with a 10x slower worker; and --slow-workers under the synchronous loop."""
 from __future__ import annotations
 
 import csv
@@ -10,7 +10,7 @@ import time
 import pytest
 import torch
 
-from digest.asynchronous import AsyncTrainer, ParameterServer, _async_summary, _merge, snapshot_epochs
+from digest.asynchronous import AsyncTrainer, _async_summary, _merge, snapshot_epochs
 from digest.cache import prepare_partition
 from digest.config import TrainConfig
 from digest.launch import WorkerFailed
@@ -54,34 +54,6 @@ def test_straggler_sleeps_factor_minus_one_times_compute():
     t0 = time.perf_counter()
     assert Straggler(3.0)(0.02) == pytest.approx(0.04)
     assert time.perf_counter() - t0 >= 0.04
-
-
-def test_server_counts_version_lag_and_serves_only_newer_blocks():
-    cfg = TrainConfig(lr=0.1)
-    model = torch.nn.Linear(3, 2)
-    srv = ParameterServer(model.parameters(), cfg, world=2, budget=3, snapshot_versions=[2])
-    g = torch.ones(sum(p.numel() for p in model.parameters()))
-    flat0, v, steps, lag, done = srv.push_grads(0, 0, g)  # worker 0 computed on version 0
-    assert (v, steps, lag, done) == (1, [1, 0], 0, False)
-    _, v, steps, lag, done = srv.push_grads(1, 0, g)  # worker 1 also on version 0: one missed
-    assert (v, steps, lag, done) == (2, [1, 1], 1, False)
-    assert 2 in srv.snapshots and srv.snapshot(2)[1].numel() == g.numel()
-    flat0.zero_()  # what a caller gets is a copy, not the server's parameters
-    assert srv.params[0].abs().sum() > 0
-    # the budget: the 3rd gradient is applied and its reply says done; later ones are dropped
-    flat, v, steps, _, done = srv.push_grads(0, 2, g)
-    assert flat is not None and (v, steps, done) == (3, [2, 1], True)
-    before = srv.params[0].detach().clone()
-    flat, v, steps, _, done = srv.push_grads(1, 1, g)
-    assert flat is None and (v, steps, done) == (3, [2, 1], True)
-    assert torch.equal(srv.params[0], before) and len(srv.times) == 3
-    assert srv.times == sorted(srv.times)
-    # rows: owner 0 sends 2 rows to worker 1 (none to itself), tagged with its step count
-    srv.push_rows(0, 5, torch.arange(8.).view(2, 4), [0, 2])
-    got = srv.pull_rows(1, known=[0, 0])
-    assert got[1] is None and got[0][1] == 5 and torch.equal(got[0][0], torch.arange(8.).view(2, 4))
-    assert srv.pull_rows(1, known=[5, 0]) == [None, None]  # nothing newer than what it holds
-    assert srv.pull_rows(0, known=[0, 0]) == [None, None]
 
 
 def _step(version, loss, t_end, time_=0.1, comm_=0.02, bytes_=100, slept=0.0):
@@ -156,12 +128,18 @@ def fit_async(cfg, rt, part, out_dir):
     return AsyncTrainer(cfg, rt, part).fit(Path(out_dir), {"note": "test"})
 
 
-def test_async_with_a_3x_slower_worker_finishes_and_the_fast_ones_run_ahead(tmp_path):
-    """The global budget: M x epochs gradients in all, the fast workers supplying more of them."""
+def test_async_with_a_10x_slower_worker_finishes_and_the_fast_ones_run_ahead(tmp_path):
+    """The global budget: M x epochs gradients in all, the fast workers supplying more of them.
+
+    The straggler is 10x slower in compute, not 3x: on this tiny graph a step computes for a few
+    ms while the rpc round trips of ranks 1 and 2 to the server cost ~10 ms (more on a loaded
+    machine; rank 0 hosts the server and pays none), so a 3x slower compute made rank 1 only
+    ~1.5x slower per step than rank 2, within the noise of a busy CI box (CI once saw steps
+    [211, 47, 42])."""
     world, epochs = 3, 100
     part_dir = prepare_partition("asy3", world, "metis", 0, tmp_path, graph=_graph())
     cfg = TrainConfig(dataset="asy3", method="digest-async", hidden=32, epochs=epochs,
-                      sync_interval=3, eval_every=5, slow_workers="1:3", progress=False,
+                      sync_interval=3, eval_every=5, slow_workers="1:10", progress=False,
                       timeout=60)  # a lost peer or a hang becomes an error within a minute
     t0 = time.perf_counter()
     summary = run_workers(fit_async, cfg, part_dir, world, out_dir=str(tmp_path / "run"))[0]
@@ -183,8 +161,11 @@ def test_async_with_a_3x_slower_worker_finishes_and_the_fast_ones_run_ahead(tmp_
     assert all(sum(int(r[f"steps_w{w}"]) for w in range(world)) == world for r in rows)
     assert [int(rows[-1][f"steps_done_w{w}"]) for w in range(world)] == steps
     assert all(d <= 1 for d in summary["discarded_by_worker"]), summary["discarded_by_worker"]
-    # the fast workers did more steps than the 3x slower one, and stepped faster
+    # the fast workers did more steps than the 10x slower one, and stepped faster
     assert steps[0] > steps[1] and steps[2] > steps[1], steps
+    # and the two fast ones supply comparable shares: the server is a process of its own, so rank
+    # 0 pays the same round trips as rank 2 (when rank 0 hosted it, it took ~5x rank 2's steps)
+    assert max(steps[0], steps[2]) < 2 * min(steps[0], steps[2]), steps
     rate = summary["steps_per_s_by_worker"]
     assert rate[1] < rate[0] and rate[1] < rate[2], rate  # the straggler is the slowest
     assert summary["steps_per_s_fast"] > summary["steps_per_s_slow"]
@@ -204,8 +185,8 @@ def test_async_with_a_3x_slower_worker_finishes_and_the_fast_ones_run_ahead(tmp_
             summary["staleness_repr_mean_by_worker"][r] > 0, r
     # the straggler's gradients arrive late: the fast ones updated in between
     assert summary["staleness_param_mean_by_worker"][1] > 0
-    # rpc traffic is counted: rank 0 talks to itself (free), the others pay for params and store
-    assert all(int(r["bytes_w0"]) == 0 for r in rows)
+    # rpc traffic is counted: every worker, rank 0 included, talks to the server process
+    assert all(sum(int(r[f"bytes_w{w}"]) for r in rows) > 0 for w in range(world))
     assert sum(int(r["bytes_params"]) for r in rows) > 0 and sum(int(r["bytes_store"]) for r in rows) > 0
     # evaluated (exact collective inference of the server's snapshots), well above chance;
     # with the global budget nobody trains alone at the end, so the final accuracy stays close
@@ -233,8 +214,9 @@ def fit_failing(cfg, rt, part, out_dir, fail_rank):
 
 @pytest.mark.parametrize("fail_rank", [0, 1], ids=["server-rank-dies", "worker-dies"])
 def test_a_rank_dying_mid_training_is_an_error_not_a_hang(tmp_path, fail_rank):
-    """Rank 0 (server) dying: the others' rpc calls fail as a lost peer. Rank 1 dying: rank 0
-    trains on alone (the slow rank is the one that dies), then the launcher stops it."""
+    """Rank 0 dying: it stops the server process it started (and the server's watchdog would if it
+    were killed), so the others' rpc calls fail as a lost peer. Rank 1 dying: rank 0 trains on
+    alone (the slow rank is the one that dies), then the launcher stops it."""
     part_dir = prepare_partition("asyf", 2, "metis", 0, tmp_path, graph=_graph())
     cfg = TrainConfig(dataset="asyf", method="digest-async", hidden=8, epochs=200,
                       sync_interval=2, slow_workers=f"{fail_rank}:2", progress=False, timeout=30)

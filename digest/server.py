@@ -1,0 +1,198 @@
+"""DIGEST-A's parameter server and representation store, in a process of their own.
+
+METHODS.md allows a server process or rank 0. Rank 0 is unfair: its own pushes are function
+calls, while every other worker's rpc waits for rank 0's process, busy training, to be scheduled
+and to take its GIL. With 4 workers on 2 cores rank 0 supplied about 3x the gradients of each
+other worker, without any straggler, so the model leaned towards partition 0. In a process of its
+own, which only waits on its sockets, every worker pays the same round trip.
+
+Rank 0 starts it (``ServerProcess.start``, a fresh interpreter that imports torch and this module
+only); it joins the rpc group as its last member, named ``server``; rank 0 seeds it (``setup``);
+it serves until every worker has shut rpc down, then exits. It also exits when rank 0's process is
+gone, so a killed run leaves nothing behind.
+"""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import torch
+from torch import Tensor
+from torch._utils import _flatten_dense_tensors, _unflatten_dense_tensors
+
+NAME = "server"
+
+
+class ParameterServer:
+    """Parameters + Adam + the representation store, behind one lock (rpc handlers are threads).
+
+    Store: ``(owner, dest) -> (rows [n, sum of hidden widths], tag)``; ``tag`` = the owner's
+    completed steps when its forward computed the rows. ``budget``: gradients to apply in all
+    (M x epochs); once it is spent, a pushed gradient is dropped and the reply says done.
+    ``lr``: per arrival (the trainer passes lr / M, asynchronous.py's docstring)."""
+
+    def __init__(self, params, lr: float, weight_decay: float, world: int, budget: int,
+                 snapshot_versions=()):
+        self.params = [p.detach().clone().cpu().requires_grad_(True) for p in params]
+        self.opt = torch.optim.Adam(self.params, lr=lr, weight_decay=weight_decay)
+        self.world = world
+        self.version = 0
+        self.steps = [0] * world  # gradients applied, per worker (= its completed steps)
+        self.budget = budget
+        self.times: list[float] = []  # times[v - 1] = wall s (since start_clock) of version v
+        self.lock = threading.Lock()
+        self.blocks: dict[tuple[int, int], tuple[Tensor, int]] = {}
+        self.snapshot_versions = set(snapshot_versions)
+        self.snapshots: dict[int, tuple[float, Tensor]] = {}  # version -> (wall s, flat params)
+        self.t0 = time.perf_counter()
+
+    def start_clock(self) -> None:
+        self.t0 = time.perf_counter()
+
+    def push_grads(self, rank: int, version: int, flat_grad: Tensor):
+        """Apply one worker's gradient now. Returns (latest flat parameters, new version, every
+        worker's step count, this gradient's version lag, whether the budget is now spent). Once
+        the budget is spent the gradient is dropped: parameters None (nothing to send back)."""
+        with self.lock:
+            lag = self.version - version
+            if self.version >= self.budget:
+                return None, self.version, list(self.steps), lag, True
+            for p, g in zip(self.params, _unflatten_dense_tensors(flat_grad, self.params)):
+                p.grad = g
+            self.opt.step()
+            self.version += 1
+            self.steps[rank] += 1
+            self.times.append(time.perf_counter() - self.t0)
+            flat = _flatten_dense_tensors([p.detach() for p in self.params])  # a fresh copy
+            if self.version in self.snapshot_versions:
+                self.snapshots[self.version] = (self.times[-1], flat.clone())
+            return flat, self.version, list(self.steps), lag, self.version >= self.budget
+
+    def push_rows(self, owner: int, tag: int, rows: Tensor, counts: list[int]) -> None:
+        """Owner's boundary rows, in its send order (peer 0's block, peer 1's, ...)."""
+        with self.lock:
+            for dest, block in enumerate(rows.split(counts)):
+                if counts[dest] and dest != owner:
+                    self.blocks[(owner, dest)] = (block.clone(), tag)  # compact, owned here
+
+    def pull_rows(self, dest: int, known: list[int]) -> list:
+        """Blocks for ``dest``'s halo, per owner: (rows, tag) if newer than ``known[owner]``, else
+        None (nothing new to send)."""
+        with self.lock:
+            out = []
+            for owner in range(self.world):
+                b = self.blocks.get((owner, dest))
+                out.append(b if b is not None and b[1] > known[owner] else None)
+            return out
+
+    def snapshot(self, version: int) -> tuple[float, Tensor]:
+        with self.lock:
+            return self.snapshots[version]
+
+
+# rpc entry points: module-level so that rpc can name them; they run in the server process.
+_SERVER: ParameterServer | None = None
+
+
+def setup(flat_params: Tensor, shapes: list, lr, weight_decay, world, budget, snapshot_versions):
+    global _SERVER
+    params = [v.view(s) for v, s in zip(flat_params.split([s.numel() for s in shapes]), shapes)]
+    _SERVER = ParameterServer(params, lr, weight_decay, world, budget, snapshot_versions)
+
+
+def start_clock():
+    _SERVER.start_clock()
+
+
+def push_grads(rank, version, flat_grad):
+    return _SERVER.push_grads(rank, version, flat_grad)
+
+
+def push_rows(owner, tag, rows, counts):
+    return _SERVER.push_rows(owner, tag, rows, counts)
+
+
+def pull_rows(dest, known):
+    return _SERVER.pull_rows(dest, known)
+
+
+def times():
+    return list(_SERVER.times)
+
+
+def snapshot(version):
+    return _SERVER.snapshot(version)
+
+
+# -- the process ----------------------------------------------------------------------------------
+class ServerProcess:
+    """Rank 0's handle on the server process: ``start`` (as rpc_init's ``start_extra``), ``stop``."""
+
+    def __init__(self, members: int, timeout_s: float, on_early_exit=None):
+        self.members, self.timeout = members, timeout_s
+        self.proc: subprocess.Popen | None = None
+        self.joined = threading.Event()  # set by rank 0 once rpc_init returned (everyone joined)
+        self.on_early_exit = on_early_exit or _end_run
+
+    def start(self, host: str, port: int) -> None:
+        root = str(Path(__file__).resolve().parents[1])  # the directory holding digest/
+        path = os.pathsep.join(p for p in (root, os.environ.get("PYTHONPATH")) if p)
+        # c10d's own log lines carry C++ stacks; the server's error is the one line serve() prints
+        env = {**os.environ, "PYTHONPATH": path, "OMP_NUM_THREADS": "1",
+               "TORCH_CPP_LOG_LEVEL": "FATAL"}
+        args = [host, str(port), str(self.members), str(self.timeout), str(os.getpid())]
+        self.proc = subprocess.Popen(
+            [sys.executable, "-c", "from digest.server import serve; serve()", *args],
+            env=env, stdin=subprocess.DEVNULL)
+        # rpc_init waits for every member: a server that dies before joining must end the run
+        # now, not after the rpc timeout
+        threading.Thread(target=self._watch_start, daemon=True).start()
+
+    def _watch_start(self) -> None:
+        code = self.proc.wait()
+        if code != 0 and not self.joined.is_set():
+            self.on_early_exit(code)
+
+    def stop(self, graceful: bool) -> None:
+        """Graceful: the server exits by itself once every worker shut rpc down; otherwise (or if
+        it does not within the timeout) it is killed."""
+        if self.proc is None:
+            return
+        try:
+            self.proc.wait(timeout=self.timeout if graceful else 0.01)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+
+
+def _end_run(code: int) -> None:
+    print(f"error: DIGEST-A's server process exited with code {code} before joining (its error "
+          "is above)", file=sys.stderr, flush=True)
+    os._exit(1)  # rank 0 is stuck in rpc_init, waiting for it; the launcher reports the rest
+
+
+def _watch_parent(parent: int) -> None:
+    while os.getppid() == parent:
+        time.sleep(1.0)
+    os._exit(1)  # rank 0 is gone: so is the run
+
+
+def serve(argv: list[str] | None = None) -> None:
+    """The server process's main: join the rpc group as its last member, serve until every worker
+    has shut rpc down."""
+    from . import comm
+
+    host, port, members, timeout_s, parent = argv or sys.argv[1:]
+    torch.set_num_threads(1)
+    threading.Thread(target=_watch_parent, args=(int(parent),), daemon=True).start()
+    try:
+        comm.rpc_join(NAME, int(members) - 1, int(members), host, int(port), float(timeout_s))
+        comm.rpc_shutdown(graceful=True, timeout_s=float(timeout_s))
+    except Exception as e:  # noqa: BLE001 - the workers report the run's error; this is one line
+        first = str(e).strip().splitlines()[0] if str(e).strip() else ""
+        print(f"error: DIGEST-A's server process: {type(e).__name__}: {first}", file=sys.stderr)
+        sys.exit(1)
