@@ -294,9 +294,11 @@ class AsyncTrainer(Trainer):
                 snaps = {e: comm.rpc_sync(server.NAME, server.snapshot, (M * e,)) for e in snap_epochs}
             ok = True
         finally:  # graceful = wait for every worker's last call; after an error: just stop
-            comm.rpc_shutdown(graceful=ok, timeout_s=cfg.timeout)
-            if proc is not None:
-                proc.stop(graceful=ok)
+            try:
+                comm.rpc_shutdown(graceful=ok, timeout_s=cfg.timeout)
+            finally:  # even if the shutdown itself failed (a peer lost at the very end)
+                if proc is not None:
+                    proc.stop(graceful=ok)
         evals = self._evaluate_snapshots(snap_epochs, snaps)
         everyone = comm.all_gather_object({"rows": mine, "loop_time": loop_time,
                                            "discarded": discarded, "factor": straggle.factor})

@@ -192,6 +192,8 @@ def serve(argv: list[str] | None = None) -> None:
     try:
         comm.rpc_join(NAME, int(members) - 1, int(members), host, int(port), float(timeout_s))
         comm.rpc_shutdown(graceful=True, timeout_s=float(timeout_s))
+    except KeyboardInterrupt:  # Ctrl-C reaches the whole process group; the CLI reports it
+        sys.exit(130)
     except Exception as e:  # noqa: BLE001 - the workers report the run's error; this is one line
         first = str(e).strip().splitlines()[0] if str(e).strip() else ""
         print(f"error: DIGEST-A's server process: {type(e).__name__}: {first}", file=sys.stderr)

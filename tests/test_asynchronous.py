@@ -164,8 +164,9 @@ def test_async_with_a_10x_slower_worker_finishes_and_the_fast_ones_run_ahead(tmp
     # the fast workers did more steps than the 10x slower one, and stepped faster
     assert steps[0] > steps[1] and steps[2] > steps[1], steps
     # and the two fast ones supply comparable shares: the server is a process of its own, so rank
-    # 0 pays the same round trips as rank 2 (when rank 0 hosted it, it took ~5x rank 2's steps)
-    assert max(steps[0], steps[2]) < 2 * min(steps[0], steps[2]), steps
+    # 0 pays the same round trips as rank 2 (when rank 0 hosted it, rank 0 took 5-7x rank 2's
+    # steps here; scheduling on 2 busy cores alone has been seen to make it 2.7x, hence 3)
+    assert max(steps[0], steps[2]) < 3 * min(steps[0], steps[2]), steps
     rate = summary["steps_per_s_by_worker"]
     assert rate[1] < rate[0] and rate[1] < rate[2], rate  # the straggler is the slowest
     assert summary["steps_per_s_fast"] > summary["steps_per_s_slow"]
