@@ -101,7 +101,6 @@ def snapshot_epochs(epochs: int, eval_every: int, cap: int = MAX_SNAPSHOTS) -> l
     return eps
 
 
-# -- the server (lives in rank 0's process) -------------------------------------------------------
 # -- the worker side -------------------------------------------------------------------------------
 class AsyncClient:
     """What one worker knows of the server: the version of its parameters, every worker's step
@@ -435,7 +434,7 @@ def _async_summary(everyone: list[dict], rows: list[dict]) -> dict:
 
 
 @register("digest-async", "DIGEST-A: asynchronous DIGEST, parameter server + representation store "
-          "over rpc on rank 0 (--slow-workers to add stragglers)", trainer=AsyncTrainer)
+          "over rpc in a server process (--slow-workers to add stragglers)", trainer=AsyncTrainer)
 def digest_async(cfg, part, plan, model):
     client = AsyncClient(comm.rank(), comm.world_size(), cfg.timeout)
     return AsyncStaleHalo(part, plan, model, cfg, client), AsyncParamSync(client)

@@ -132,10 +132,9 @@ def test_async_with_a_10x_slower_worker_finishes_and_the_fast_ones_run_ahead(tmp
     """The global budget: M x epochs gradients in all, the fast workers supplying more of them.
 
     The straggler is 10x slower in compute, not 3x: on this tiny graph a step computes for a few
-    ms while the rpc round trips of ranks 1 and 2 to the server cost ~10 ms (more on a loaded
-    machine; rank 0 hosts the server and pays none), so a 3x slower compute made rank 1 only
-    ~1.5x slower per step than rank 2, within the noise of a busy CI box (CI once saw steps
-    [211, 47, 42])."""
+    ms while a worker's rpc round trips to the server cost ~10 ms (more on a loaded machine), so
+    a 3x slower compute made rank 1 only ~1.5x slower per step than rank 2, within the noise of
+    a busy CI box (CI once saw steps [211, 47, 42], while rank 0 still hosted the server)."""
     world, epochs = 3, 100
     part_dir = prepare_partition("asy3", world, "metis", 0, tmp_path, graph=_graph())
     cfg = TrainConfig(dataset="asy3", method="digest-async", hidden=32, epochs=epochs,
