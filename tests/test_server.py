@@ -2,9 +2,16 @@
 real workers, gone with its parent) is exercised by every DIGEST-A run in test_asynchronous.py."""
 from __future__ import annotations
 
+import os
+import signal
 import socket
+import subprocess
+import sys
 import threading
+import time
+from pathlib import Path
 
+import pytest
 import torch
 
 from digest.server import ParameterServer, ServerProcess
@@ -50,3 +57,39 @@ def test_a_server_that_cannot_join_ends_the_run_with_one_line(capfd):
     assert codes == [1]
     err = capfd.readouterr().err.strip().splitlines()
     assert len(err) == 1 and err[0].startswith("error: DIGEST-A's server process: "), err
+
+
+def _gone(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            return any(line.startswith("State:") and "Z" in line for line in f)  # a zombie
+    except FileNotFoundError:
+        return True
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
+def test_the_server_goes_when_rank_0_is_killed(tmp_path):
+    """A SIGKILLed rank 0 cannot stop its server: the server's watchdog sees its parent gone."""
+    with socket.socket() as s:  # nobody listens: the server keeps trying to join for 60 s
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    rank0 = subprocess.Popen(
+        [sys.executable, "-c", "import time; from digest.server import ServerProcess; "
+         f"p = ServerProcess(2, 60, on_early_exit=print); p.start('127.0.0.1', {port}); "
+         "print(p.proc.pid, flush=True); time.sleep(120)"],
+        stdout=subprocess.PIPE, text=True, cwd=Path(__file__).resolve().parents[1])
+    server = None
+    try:
+        server = int(rank0.stdout.readline())
+        time.sleep(1.0)
+        assert not _gone(server)  # serving (trying to join)
+        rank0.send_signal(signal.SIGKILL)
+        rank0.wait()
+        deadline = time.monotonic() + 20
+        while not _gone(server) and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert _gone(server), "the server outlived its rank 0"
+    finally:
+        rank0.kill()
+        if server is not None and not _gone(server):
+            os.kill(server, signal.SIGKILL)  # a failed test leaves nothing behind
