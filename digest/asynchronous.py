@@ -245,15 +245,15 @@ class AsyncTrainer(Trainer):
         prof = StepProfiler(cfg.profile, rank, 0, cfg.epochs)  # this worker's own steps
         snap_epochs = snapshot_epochs(cfg.epochs, cfg.eval_every)
         proc = server.ServerProcess(M + 1, cfg.timeout) if rank == 0 else None
-        comm.rpc_init(cfg.timeout, extra=1, start_extra=proc.start if proc else None)
         client = self.sync.client
         mine, ok, discarded, times, snaps = [], False, 0, [], {}
         try:
+            comm.rpc_init(cfg.timeout, extra=1, start_extra=proc.start if proc else None)
             if rank == 0:  # everyone has joined: seed the server with the initial parameters
                 proc.joined.set()
-                params = [p.detach().cpu() for p in self.model.parameters()]
+                # lr / M per arrival: M arrivals (a server epoch) ~ one synchronous step (docstring)
                 comm.rpc_sync(server.NAME, server.setup, (
-                    _flatten_dense_tensors(params), [p.shape for p in params], cfg.lr / M,
+                    [p.detach().cpu() for p in self.model.parameters()], cfg.lr / M,
                     cfg.weight_decay, M, M * cfg.epochs, [M * e for e in snap_epochs]))
             self.policy.before_step(0, lambda halo: self.model(self.x_train, self.view, halo))
             if rank == 0:  # the server's clock starts as the workers are let go

@@ -98,9 +98,8 @@ class ParameterServer:
 _SERVER: ParameterServer | None = None
 
 
-def setup(flat_params: Tensor, shapes: list, lr, weight_decay, world, budget, snapshot_versions):
+def setup(params: list[Tensor], lr, weight_decay, world, budget, snapshot_versions):
     global _SERVER
-    params = [v.view(s) for v, s in zip(flat_params.split([s.numel() for s in shapes]), shapes)]
     _SERVER = ParameterServer(params, lr, weight_decay, world, budget, snapshot_versions)
 
 
