@@ -14,6 +14,7 @@ gone, so a killed run leaves nothing behind.
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
 import threading
@@ -186,13 +187,13 @@ def serve(argv: list[str] | None = None) -> None:
     from . import comm
 
     host, port, members, timeout_s, parent = argv or sys.argv[1:]
+    # Ctrl-C reaches the whole process group: the workers stop, rank 0 then stops this process
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     torch.set_num_threads(1)
     threading.Thread(target=_watch_parent, args=(int(parent),), daemon=True).start()
     try:
         comm.rpc_join(NAME, int(members) - 1, int(members), host, int(port), float(timeout_s))
         comm.rpc_shutdown(graceful=True, timeout_s=float(timeout_s))
-    except KeyboardInterrupt:  # Ctrl-C reaches the whole process group; the CLI reports it
-        sys.exit(130)
     except Exception as e:  # noqa: BLE001 - the workers report the run's error; this is one line
         first = str(e).strip().splitlines()[0] if str(e).strip() else ""
         print(f"error: DIGEST-A's server process: {type(e).__name__}: {first}", file=sys.stderr)

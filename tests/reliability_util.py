@@ -37,8 +37,17 @@ def _alive(p: psutil.Process) -> bool:
         return False
 
 
-def cli(args, data_root, cwd, env: dict | None = None, timeout: float = 180) -> Result:
-    """``python -m digest *args``; ``env`` adds variables (the fault-injection hooks)."""
+def _terminal_signals() -> None:
+    """In the child: SIGINT and SIGQUIT as in a terminal (a shell's background job ignores them)."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+    signal.signal(signal.SIGQUIT, signal.SIG_DFL)
+
+
+def cli(args, data_root, cwd, env: dict | None = None, timeout: float = 180,
+        interrupt_after: float | None = None) -> Result:
+    """``python -m digest *args``; ``env`` adds variables (the fault-injection hooks);
+    ``interrupt_after`` seconds: Ctrl-C, i.e. SIGINT to the whole process group, as a terminal
+    sends it (``seconds`` then counts from the interrupt)."""
     full = {k: v for k, v in os.environ.items() if k not in FAULTS and k != "DIGEST_DEBUG"}
     full.update(DIGEST_DATA=str(data_root), PYTHONPATH=str(ROOT), **(env or {}))
     # the one warning pytest.ini also ignores (torch's, from digest/models/base.py's CSR tensors)
@@ -49,9 +58,13 @@ def cli(args, data_root, cwd, env: dict | None = None, timeout: float = 180) -> 
     t0 = time.monotonic()
     with open(out, "w") as fo, open(err, "w") as fe:
         proc = subprocess.Popen([sys.executable, "-m", "digest", *map(str, args)], cwd=cwd,
-                                env=full, stdout=fo, stderr=fe, start_new_session=True)
+                                env=full, stdout=fo, stderr=fe, start_new_session=True,
+                                preexec_fn=_terminal_signals)
         seen: dict[int, psutil.Process] = {}
         while proc.poll() is None:
+            if interrupt_after is not None and time.monotonic() - t0 > interrupt_after:
+                os.killpg(proc.pid, signal.SIGINT)
+                interrupt_after, t0 = None, time.monotonic()
             if time.monotonic() - t0 > timeout:
                 os.killpg(proc.pid, signal.SIGKILL)
                 proc.wait()

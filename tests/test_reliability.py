@@ -144,3 +144,19 @@ def test_two_workers_digest_exception_in_one_worker_then_resumes(tmp_path, data,
     assert_no_result(run)
     assert_progress_prefix(run, expected)
     assert_resumed(run, expected, data, tmp_path, capsys, 2)
+
+
+@pytest.mark.parametrize("method", ["digest", "digest-async"])
+def test_ctrl_c_stops_every_process_at_once(tmp_path, data, method):
+    """Ctrl-C (SIGINT to the process group, as a terminal sends it) during a 2-worker run: exit
+    130 with "interrupted", no traceback, nothing left running (workers, forkserver, DIGEST-A's
+    server), no result. A worker that ignored SIGINT would keep the launcher waiting 30 s for it
+    before SIGKILL (the elastic agent's grace), hence the bound."""
+    run = tmp_path / "run"
+    args = ["train", "--dataset", DATASET, "--method", method, "--workers", 2, "--hidden", 16,
+            "--epochs", 100000, "--sync-interval", 3, "--no-progress", "--out", run]
+    done = cli(args, data, tmp_path, interrupt_after=12)
+    assert done.rc == 130, done.stderr[-3000:]
+    assert done.lines[-1] == "interrupted" and "Traceback" not in done.stderr, done.stderr[-3000:]
+    assert done.survivors == [] and done.seconds < 20, (done.survivors, done.seconds)
+    assert not (run / "summary.json").exists()
