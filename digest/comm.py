@@ -11,6 +11,7 @@ import os
 import signal
 import sys
 import time
+import warnings
 from collections import defaultdict
 from dataclasses import dataclass
 
@@ -226,7 +227,9 @@ def _rpc_agent(name: str, me: int, members: int, store, timeout_s: float, thread
     options = rpc.TensorPipeRpcBackendOptions(
         init_method=f"{_RPC_SCHEME}://", rpc_timeout=timeout_s,
         num_worker_threads=threads or max(4, 2 * members))
-    rpc.init_rpc(name, rank=me, world_size=members, rpc_backend_options=options)
+    with warnings.catch_warnings():  # torch's own rpc init calls all_gather_object on a Backend
+        warnings.filterwarnings("ignore", message="You are using a Backend", category=UserWarning)
+        rpc.init_rpc(name, rank=me, world_size=members, rpc_backend_options=options)
 
 
 def rpc_shutdown(graceful: bool = True, timeout_s: float = 300.0) -> None:
