@@ -47,8 +47,8 @@ def test_every_rank_writes_its_operator_table_and_timeline(method, tmp_path, dat
     for r in range(2):
         text = (prof / f"profile_rank{r}.txt").read_text()
         if text.startswith(f"rank {r}: no step profiled: this rank took "):
-            # DIGEST-A: the budget (2 x 12 gradients) is shared by pace; on a busy machine rank 0,
-            # which hosts the server, may take all but a few of them
+            # DIGEST-A: the budget (2 x 12 gradients) is shared by pace; on a busy machine one
+            # worker may take all but a few of them
             assert method == "digest-async" and not (prof / f"trace_rank{r}.json").exists()
             continue
         profiled += 1

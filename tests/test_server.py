@@ -1,5 +1,6 @@
-"""digest/server.py: the server's bookkeeping and budget; its process (started, seeded, serving
-real workers, gone with its parent) is exercised by every DIGEST-A run in test_asynchronous.py."""
+"""digest/server.py: the server's bookkeeping and budget; its process ending the run when it
+cannot join, and going when its rank 0 is killed. Started, seeded and serving real workers, it is
+exercised by every DIGEST-A run in test_asynchronous.py."""
 from __future__ import annotations
 
 import os
