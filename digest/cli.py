@@ -170,7 +170,7 @@ WORKER_MODULES = ("baselines", "digest.asynchronous")
 
 
 def cmd_train(args) -> int:
-    from .launch import launch, prestart, under_torchrun
+    from .launch import interrupt_once, launch, prestart, under_torchrun
 
     cfg = config_mod.from_namespace(args)
     try:
@@ -186,7 +186,8 @@ def cmd_train(args) -> int:
     methods = _import_methods()
     if cfg.method not in methods.METHODS:
         raise UsageError(f"unknown method {cfg.method!r}; choose from {', '.join(sorted(methods.METHODS))}")
-    if under_torchrun():
+    if under_torchrun():  # this process is one of torchrun's workers
+        interrupt_once()
         out_dir = cfg.resume or cfg.run_dir(world)
         summary = worker(dataclasses.asdict(cfg), None, out_dir)
     else:

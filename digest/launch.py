@@ -94,11 +94,27 @@ def _install(env: dict, cwd: str, stdio: list) -> None:
             os.close(fd)
 
 
+def _interrupt_once(signum, frame):
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    raise KeyboardInterrupt
+
+
+def interrupt_once() -> None:
+    """In a worker process: the first SIGINT interrupts, later ones are ignored. Ctrl-C reaches a
+    worker twice, from the terminal (the whole process group) and from the launcher, which
+    forwards it to stop its workers; the copy that lands while the first unwinds would interrupt
+    a finaliser (tqdm's ``__del__``) and print an "Exception ignored ... KeyboardInterrupt"
+    traceback. Left alone where SIGINT is already ignored (a background job)."""
+    if signal.getsignal(signal.SIGINT) is signal.default_int_handler:
+        signal.signal(signal.SIGINT, _interrupt_once)
+
+
 def _guarded(fn, args: tuple, inherited=None):
     """Worker-side wrapper (every launched process runs ``fn(*args)`` through it; ``inherited``
     took effect when it was unpickled, see ``_Inherit``): a worker's own exception prints its
     traceback ONCE (here) and exits 1; a collective broken by a lost peer exits PEER_LOST quietly
     after GRACE_S, so the launcher's single line names the rank that really failed."""
+    interrupt_once()
     try:
         return fn(*args)
     except Exception as e:  # noqa: BLE001 - classified and reported below
