@@ -14,6 +14,7 @@ under contention: compare shares within one report, not absolute times across ru
 """
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import torch
@@ -39,6 +40,9 @@ class StepProfiler:
 
     def before(self, step: int) -> None:
         if self.out is not None and step == self.first and self._prof is None and not self._written:
+            # kineto prints a "USDT: ... profiler_start" / "profiler_stop" line per rank at its
+            # own top log level (5); 6 silences them (read when the first profile starts)
+            os.environ.setdefault("KINETO_LOG_LEVEL", "6")
             cuda = [torch.profiler.ProfilerActivity.CUDA] if torch.cuda.is_available() else []
             self._prof = torch.profiler.profile(
                 activities=[torch.profiler.ProfilerActivity.CPU, *cuda], record_shapes=True)

@@ -38,7 +38,7 @@ def test_a_rank_that_never_reached_the_window_says_so(tmp_path):
 
 
 @pytest.mark.parametrize("method", ["digest", "digest-async"])
-def test_every_rank_writes_its_operator_table_and_timeline(method, tmp_path, data_root):
+def test_every_rank_writes_its_operator_table_and_timeline(method, tmp_path, data_root, capfd):
     out, prof = tmp_path / "run", tmp_path / "profile"
     assert main(["train", "--dataset", "synthetic:nodes=300", "--hidden", "8", "--epochs", "12",
                  "--workers", "2", "--method", method, "--sync-interval", "2", "--no-progress",
@@ -63,3 +63,5 @@ def test_every_rank_writes_its_operator_table_and_timeline(method, tmp_path, dat
     # one of the two took at least half of the 24 gradients, so it reached step 5
     assert profiled == 2 if method == "digest" else profiled >= 1
     assert (out / "summary.json").exists()
+    shown = capfd.readouterr()
+    assert "profiler_start" not in shown.err + shown.out  # kineto's own log lines stay quiet
