@@ -28,6 +28,14 @@ class MethodSpec:
     method: str                     # registered method name, e.g. "varco"
     flags: dict = field(default_factory=dict)  # e.g. {"comp_schedule": "fixed", "comp_ratio": 8}
     workers: tuple | None = None    # restricts the suite's worker counts for this method
+    # {M: seeds} for this method at M, before the suite's: more seeds where the comparison the
+    # suite is about is made, without repeating every other method
+    seeds_by_workers: dict = field(default_factory=dict)
+
+    def seeds(self, suite: "Suite", workers: int) -> tuple:
+        if workers in self.seeds_by_workers:
+            return self.seeds_by_workers[workers]
+        return suite.seeds_by_workers.get(workers, suite.seeds)
 
 
 @dataclass(frozen=True)
@@ -97,18 +105,23 @@ def _check_flags(flags: dict, where: str) -> None:
 
 def suite_from_dict(d: dict) -> Suite:
     methods = tuple(MethodSpec(m["label"], m["method"], dict(m.get("flags") or {}),
-                               tuple(m["workers"]) if m.get("workers") else None)
+                               tuple(m["workers"]) if m.get("workers") else None,
+                               _seeds_by_workers(m))
                     for m in d["methods"])
     labels = [m.label for m in methods]
     if len(set(labels)) != len(labels):
         raise ValueError(f"suite {d['name']}: duplicate method labels in {labels}")
     suite = Suite(d["name"], tuple(d["datasets"]), tuple(d["workers"]), tuple(d["seeds"]),
                   int(d["epochs"]), dict(d.get("model") or {}), methods,
-                  {int(k): tuple(v) for k, v in (d.get("seeds_by_workers") or {}).items()})
+                  _seeds_by_workers(d))
     _check_flags(suite.model, f"suite {suite.name} model")
     for m in methods:
         _check_flags(m.flags, f"suite {suite.name} method {m.label}")
     return suite
+
+
+def _seeds_by_workers(d: dict) -> dict:
+    return {int(k): tuple(v) for k, v in (d.get("seeds_by_workers") or {}).items()}
 
 
 def load_suite(name_or_path: str) -> Suite:
@@ -127,7 +140,7 @@ def expand(suite: Suite) -> list[Run]:
     for dataset in suite.datasets:
         for spec in suite.methods:
             for workers in spec.workers or suite.workers:
-                for seed in suite.seeds_by_workers.get(workers, suite.seeds):
+                for seed in spec.seeds(suite, workers):
                     flags = {**suite.model, "dataset": dataset, "method": spec.method,
                              "workers": workers, "seed": seed, "epochs": suite.epochs, **spec.flags}
                     runs.append(Run(dataset, spec, workers, seed, flags))

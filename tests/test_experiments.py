@@ -190,6 +190,15 @@ def test_config_hash_argv_and_suites():
         assert len(expand(load_suite(name))) > 10
 
 
+def test_seeds_per_method_then_per_worker_count_then_the_suites():
+    suite = suite_from_dict({**SUITE, "workers": [2, 4], "seeds": [0], "seeds_by_workers": {2: [5]},
+                             "methods": [{"label": "exact", "method": "exact",
+                                          "seeds_by_workers": {4: [0, 1, 2]}},
+                                         {"label": "digest", "method": "digest"}]})
+    assert [r.name for r in expand(suite)] == [
+        "exact_w2_s5", "exact_w4_s0", "exact_w4_s1", "exact_w4_s2", "digest_w2_s5", "digest_w4_s0"]
+
+
 def fake_launcher(calls, fail=()):
     def launch(run, directory):
         calls.append(run.name)
