@@ -49,6 +49,43 @@ def test_local_launcher_matches_torchrun(tmp_path):
     assert runs["local"] == runs["torchrun"]
 
 
+@pytest.mark.parametrize("method", ["digest", "digest-async"])
+def test_two_nodes_of_one_worker_each_run_the_same_command(method, tmp_path):
+    """README's multi-node command, two torchrun agents (two "nodes", one worker each) meeting at
+    one c10d rendezvous: RANK differs from LOCAL_RANK, every node builds or reuses the partition
+    cache (its file lock), DIGEST-A's server starts on rank 0's node. Same losses as --workers 2
+    (up to threads: each node here gives its one worker both cores)."""
+    torchrun, port, out = Path(sys.executable).with_name("torchrun"), launch.free_port(), {}
+    train = ["-m", "digest", "train", "--dataset", "synthetic:nodes=400", "--hidden", "16",
+             "--epochs", "4", "--dropout", "0", "--method", method, "--sync-interval", "2",
+             "--no-progress"]
+    env = {**os.environ, "DIGEST_DATA": str(tmp_path / "data"), "PYTHONPATH": str(ROOT)}
+    nodes = [subprocess.Popen(
+        [str(torchrun), "--nnodes", "2", "--nproc-per-node", "1", "--rdzv-backend", "c10d",
+         "--rdzv-endpoint", f"127.0.0.1:{port}", "--rdzv-id", tmp_path.name, *train,
+         "--out", str(tmp_path / "nodes")], cwd=ROOT, env=env, stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT, text=True) for _ in range(2)]
+    try:
+        logs = [node.communicate(timeout=240)[0] for node in nodes]
+    finally:
+        for node in nodes:
+            node.kill()
+    assert [node.returncode for node in nodes] == [0, 0], "\n".join(logs)[-3000:]
+    summary = json.loads((tmp_path / "nodes" / "summary.json").read_text())
+    assert summary["world_size"] == 2 and summary["status"] == "complete"
+    assert summary["machine"]["workers_per_node"] == 1  # LOCAL_WORLD_SIZE, not WORLD_SIZE
+    if method == "digest-async":  # no barrier: the 2 x 4 gradients came from either node
+        assert sum(summary["steps_by_worker"]) == 8
+        return
+    proc = _run([sys.executable, *train, "--workers", "2", "--out", str(tmp_path / "local")],
+                tmp_path / "data")
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    for run in ("nodes", "local"):
+        out[run] = [float(line.split(",")[1]) for line in
+                    (tmp_path / run / "metrics.csv").read_text().splitlines()[1:]]
+    assert out["nodes"] == pytest.approx(out["local"], rel=1e-5)
+
+
 def _where_am_i(word):
     print(f"worker {os.environ['RANK']} says {word}", flush=True)
     return (os.environ.get("DIGEST_TEST_MARK"), os.getcwd(), os.environ["RANK"],
