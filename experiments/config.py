@@ -103,7 +103,15 @@ def _check_flags(flags: dict, where: str) -> None:
         raise ValueError(f"{where}: not a `digest train` flag here: {', '.join(bad)}")
 
 
+METHOD_KEYS = {"label", "method", "flags", "workers", "seeds_by_workers"}
+
+
 def suite_from_dict(d: dict) -> Suite:
+    for m in d["methods"]:  # a misspelt key would silently change the suite
+        unknown = sorted(set(m) - METHOD_KEYS)
+        if unknown:
+            raise ValueError(f"suite {d['name']} method {m.get('label')}: unknown key(s) "
+                             f"{', '.join(unknown)} (known: {', '.join(sorted(METHOD_KEYS))})")
     methods = tuple(MethodSpec(m["label"], m["method"], dict(m.get("flags") or {}),
                                tuple(m["workers"]) if m.get("workers") else None,
                                _seeds_by_workers(m))

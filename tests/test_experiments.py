@@ -197,6 +197,9 @@ def test_seeds_per_method_then_per_worker_count_then_the_suites():
                                          {"label": "digest", "method": "digest"}]})
     assert [r.name for r in expand(suite)] == [
         "exact_w2_s5", "exact_w4_s0", "exact_w4_s1", "exact_w4_s2", "digest_w2_s5", "digest_w4_s0"]
+    with pytest.raises(ValueError, match="method exact: unknown key.s. seed_by_workers"):
+        suite_from_dict({**SUITE, "methods": [{"label": "exact", "method": "exact",
+                                               "seed_by_workers": {4: [1]}}]})
 
 
 def fake_launcher(calls, fail=()):
