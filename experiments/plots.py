@@ -37,6 +37,18 @@ def curves(loaded: Loaded, dataset: str, workers: int) -> dict[str, pd.DataFrame
     return out
 
 
+def seed_labels(loaded: Loaded, dataset: str, workers: int, labels: list) -> tuple[dict, str]:
+    """Legend names and the title's phrase for curves that are means over seeds. A suite may give
+    the main methods more seeds than the rest (repro: 3 at M=4); then each label says its own."""
+    seeds = {label: len({r.seed for r in loaded.records if r.dataset == dataset and
+                         r.label == label and r.workers == workers}) for label in labels}
+    counts = sorted(set(seeds.values()))
+    if len(counts) <= 1:
+        return {label: label for label in labels}, f"mean of {counts[0] if counts else 0} seed(s)"
+    return ({label: f"{label} ({n} seed{'s' if n > 1 else ''})" for label, n in seeds.items()},
+            "mean over each method's seeds")
+
+
 def _color(loaded: Loaded, label: str):
     return plt.get_cmap("tab10")(loaded.labels.index(label) % 10)
 
@@ -51,7 +63,7 @@ def _save(fig, path: Path, written: list) -> None:
 def convergence(loaded: Loaded, dataset: str, out: Path, written: list) -> None:
     workers = max(r.workers for r in loaded.records if r.dataset == dataset)
     cs = curves(loaded, dataset, workers)
-    seeds = len({r.seed for r in loaded.records if r.dataset == dataset})
+    named, of = seed_labels(loaded, dataset, workers, list(cs))
     axes = [("epoch", "epoch", "val_vs_epoch", 1, False),
             ("wall_time", "training wall time (s, measured)", "val_vs_time", 1, False),
             ("cum_bytes", "cumulative bytes sent (MiB, log scale)", "val_vs_bytes", MiB, True)]
@@ -60,13 +72,14 @@ def convergence(loaded: Loaded, dataset: str, out: Path, written: list) -> None:
         for label, c in cs.items():
             x = c[column] / scale
             keep = x > 0 if logx else x == x
-            ax.plot(x[keep], c["val_acc"][keep], label=label, color=_color(loaded, label), lw=1.4)
+            ax.plot(x[keep], c["val_acc"][keep], label=named[label], color=_color(loaded, label),
+                    lw=1.4)
         if logx:
             ax.set_xscale("log")
         ax.set_xlabel(xlabel)
         ax.set_ylabel("validation accuracy")
         ax.set_title(f"{dataset}: validation accuracy vs {xlabel.split(' (')[0]}\n"
-                     f"M={workers} workers, mean of {seeds} seed(s)")
+                     f"M={workers} workers, {of}")
         ax.grid(alpha=0.3)
         ax.legend(fontsize=8, loc="lower right")
         _save(fig, out / f"{dataset_slug(dataset)}_{name}.png", written)

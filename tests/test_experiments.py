@@ -126,6 +126,14 @@ def test_plots_write_five_pngs(runs, tmp_path):
     assert len(list((tmp_path / "p").glob("toy_*.png"))) == 5
 
 
+def test_legend_says_each_methods_seeds_only_when_they_differ(runs):
+    assert plots.seed_labels(load(runs), "toy", 2, ["exact", "digest"]) == (
+        {"exact": "exact", "digest": "digest"}, "mean of 2 seed(s)")
+    write_run(runs, "varco", 2, 0, [0.1] * 3, [0.5, 0.9, 1.0])
+    assert plots.seed_labels(load(runs), "toy", 2, ["exact", "varco"]) == (
+        {"exact": "exact (2 seeds)", "varco": "varco (1 seed)"}, "mean over each method's seeds")
+
+
 def test_straggler_table_without_exact(tmp_path):
     """Synchronous digest and DIGEST-A, each with and without a 3x slower rank 3 (as the
     straggler suite); no exact run, so time to accuracy is empty but every table is written."""
