@@ -88,8 +88,12 @@ def markdown(loaded: Loaded, tables: dict, net: Network | None, target: float, c
     keys = list(dict.fromkeys(zip(acc["method"], acc["workers"])))
     keys.sort(key=lambda k: (loaded.labels.index(k[0]) if k[0] in loaded.labels else 99, k[1]))
     look = {(d, m, w): s for d, m, w, s in zip(acc.dataset, acc.method, acc.workers, acc.test_at_best_val)}
-    out.append(md_table(["method", "M", *datasets],
-                        [[m, w, *(look.get((d, m, w), "") for d in datasets)] for m, w in keys]))
+    counts = {}  # (method, M) -> its seed counts over the datasets (a suite may vary them by method)
+    for m, w, n in zip(acc.method, acc.workers, acc.seeds):
+        counts.setdefault((m, w), set()).add(int(n))
+    out.append(md_table(["method", "M", "seeds", *datasets],
+                        [[m, w, "/".join(map(str, sorted(counts[m, w]))),
+                          *(look.get((d, m, w), "") for d in datasets)] for m, w in keys]))
     et = tables["epoch_time"]
     out.append("\n## 2. Per-epoch time (ms) and per-epoch speedup over exact at the same M\n")
     for prefix, title in [("", "measured"), *([(f"{net.column} ", net.column + " (not measured)")] if net else [])]:

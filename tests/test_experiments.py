@@ -117,6 +117,7 @@ def test_modeled_columns_are_separate_and_labelled(runs):
     assert exact2["modeled @10 Gbit/s, 5 us epoch_ms"] == pytest.approx(50.0208)
     md = report.markdown(load(runs), built, NET, 0.98, "./run_all.sh --quick")
     assert "modeled @10 Gbit/s, 5 us (not measured)" in md and "not reached" in md
+    assert "| method | M | seeds | toy |" in md and "| partition | 2 | 2 | 90.00 ± 14.14 |" in md
     assert "box (x86_64), 2 cores, 8.0 GiB RAM, GPU: none" in md and "abc123" in md
     assert "`./run_all.sh --quick`" in md
 
