@@ -60,17 +60,20 @@ def test_two_nodes_of_one_worker_each_run_the_same_command(method, tmp_path):
              "--epochs", "4", "--dropout", "0", "--method", method, "--sync-interval", "2",
              "--no-progress"]
     env = {**os.environ, "DIGEST_DATA": str(tmp_path / "data"), "PYTHONPATH": str(ROOT)}
+    logs = [tmp_path / f"node{n}.log" for n in range(2)]  # files: no pipe to fill while we wait
+    files = [log.open("w") for log in logs]
     nodes = [subprocess.Popen(
         [str(torchrun), "--nnodes", "2", "--nproc-per-node", "1", "--rdzv-backend", "c10d",
          "--rdzv-endpoint", f"127.0.0.1:{port}", "--rdzv-id", tmp_path.name, *train,
-         "--out", str(tmp_path / "nodes")], cwd=ROOT, env=env, stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT, text=True) for _ in range(2)]
+         "--out", str(tmp_path / "nodes")], cwd=ROOT, env=env, stdout=f,
+        stderr=subprocess.STDOUT) for f in files]
     try:
-        logs = [node.communicate(timeout=240)[0] for node in nodes]
+        codes = [node.wait(timeout=240) for node in nodes]
     finally:
-        for node in nodes:
+        for node, f in zip(nodes, files):
             node.kill()
-    assert [node.returncode for node in nodes] == [0, 0], "\n".join(logs)[-3000:]
+            f.close()
+    assert codes == [0, 0], "\n".join(log.read_text() for log in logs)[-3000:]
     summary = json.loads((tmp_path / "nodes" / "summary.json").read_text())
     assert summary["world_size"] == 2 and summary["status"] == "complete"
     assert summary["machine"]["workers_per_node"] == 1  # LOCAL_WORLD_SIZE, not WORLD_SIZE
