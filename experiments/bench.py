@@ -649,6 +649,12 @@ def _summary(r: dict) -> dict:
             "digest_modeled": dv.get("modeled_ratio"), "digest_modeled_cpu": dv.get("modeled_cpu_ratio")}
 
 
+def _history(old: dict) -> list[dict]:
+    """The new run's history: the previous run's history and the previous run itself. Every
+    earlier run stays (a few hundred bytes each): the spread across runs is the point."""
+    return old.get("history", []) + ([_summary(old)] if old.get("date") else [])
+
+
 def _fmt(v) -> str:
     return "-" if v is None else f"{v:.3f}"
 
@@ -745,7 +751,7 @@ def main(argv=None) -> int:
                       f"{dv['modeled_cpu_ratio'] or float('nan'):.3f})", flush=True)
             r["load_end"] = _load()
             old = doc.get("ratios", {})
-            r["history"] = (old.get("history", []) + ([_summary(old)] if old.get("date") else []))[-6:]
+            r["history"] = _history(old)
             doc["ratios"] = {**{k: v for k, v in old.items() if k in skip}, **r}
         doc = json.loads(json.dumps(doc, default=str))  # times_s lists etc. as plain JSON
         out_dir.mkdir(parents=True, exist_ok=True)

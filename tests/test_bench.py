@@ -109,3 +109,13 @@ def test_scale_partition_lines_say_when_a_cached_partition_was_reused():
     text = "\n".join(bench._render_scale(s, "t"))
     assert (f"- METIS into 4 parts: {four['partition_s']:.0f} s, measured when its cache was built "
             "(2026-11-30 13:41 UTC); this run reused the cache (checked in 11 s); edge cut") in text
+
+
+def test_history_keeps_every_earlier_run():
+    runs = [{"date": f"2026-11-30 {h:02d}:00 UTC", "load_start": "1 1 1",
+             "digest_vs_exact": {"time_ratio": 0.8}} for h in range(10)]
+    doc = {}
+    for r in runs:  # each run becomes the previous one of the next
+        doc = {**r, "history": bench._history(doc)}
+    assert [h["date"] for h in doc["history"]] == [r["date"] for r in runs[:-1]]  # 9, none dropped
+    assert bench._history({}) == []  # no earlier run
