@@ -171,8 +171,7 @@ def barrier():
 # members may join the rpc group (DIGEST-A's server process, which is in no process group): they
 # get the store's address from rank 0 and call rpc_join. Bytes of an rpc call are counted by the
 # CALLER, both directions (its request and the reply it asked for), under the category it names,
-# so a worker's traffic is what its own pulls and pushes cost; a call a process makes to itself
-# crosses no process boundary and is not counted.
+# so a worker's traffic is what its own pulls and pushes cost.
 
 _RPC_SCHEME = "digest-rpc"
 _rpc_member = None  # (store, rpc rank, rpc world size) of this process, for the rendezvous
@@ -264,15 +263,12 @@ def _tensor_bytes(obj) -> int:
     return 0
 
 
-def rpc_sync(dst: int | str, fn, args: tuple = (), category: str | None = None,
+def rpc_sync(name: str, fn, args: tuple = (), category: str | None = None,
              timeout_s: float | None = None):
-    """``fn(*args)`` run by rank ``dst`` or the rpc member named ``dst`` (in its rpc thread pool);
-    returns its result. Tensors travel both ways and are counted under ``category`` (None:
-    control, not counted)."""
-    if dst == rank():
-        return fn(*args)
+    """``fn(*args)`` run by the rpc member ``name`` (in its rpc thread pool; ``rpc_name(r)`` for
+    rank r); returns its result. Tensors travel both ways and are counted under ``category``
+    (None: control, not counted)."""
     from torch.distributed import rpc
-    name = dst if isinstance(dst, str) else rpc_name(dst)
     t0 = time.perf_counter()
     try:
         out = rpc.rpc_sync(name, fn, args=args,
