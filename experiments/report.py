@@ -12,9 +12,13 @@ from .load import Loaded
 
 
 def runs_index(loaded: Loaded) -> pd.DataFrame:
+    """runs.csv: every run's identity, command and own results, so per-seed comparisons (paired
+    by seed) can be read from committed files, not only the means of the other tables."""
     return pd.DataFrame([{"dataset": r.dataset, "method": r.label, "workers": r.workers,
-                          "seed": r.seed, "directory": str(r.directory),
-                          "git_commit": r.summary.get("git_commit"),
+                          "seed": r.seed, "best_val": r.summary.get("best_val"),
+                          "test_at_best_val": r.summary.get("test_at_best_val"),
+                          "mean_epoch_time": r.metrics["epoch_time"].mean(),
+                          "directory": str(r.directory), "git_commit": r.summary.get("git_commit"),
                           "command": r.summary.get("command")} for r in loaded.records])
 
 

@@ -127,6 +127,13 @@ def test_plots_write_five_pngs(runs, tmp_path):
     assert len(list((tmp_path / "p").glob("toy_*.png"))) == 5
 
 
+def test_runs_csv_has_each_runs_own_results(runs):
+    idx = report.runs_index(load(runs)).set_index(["method", "workers", "seed"])
+    part = idx.loc[("partition", 2, 1)]  # fixture: test 1.0 at its best val 0.99, 0.02 s epochs
+    assert (part.best_val, part.test_at_best_val) == (0.99, 1.0)
+    assert part.mean_epoch_time == pytest.approx(0.02) and part.command.endswith("--workers 2")
+
+
 def test_legend_says_each_methods_seeds_only_when_they_differ(runs):
     assert plots.seed_labels(load(runs), "toy", 2, ["exact", "digest"]) == (
         {"exact": "exact", "digest": "digest"}, "mean of 2 seed(s)")
