@@ -1,0 +1,63 @@
+"""Behaviour pinned across refactors: the same short command for every method gives the committed
+per-epoch losses and bytes. ``tests/data/regression.json`` was written by this file's
+``python tests/test_regression.py --write`` on main before the restructure of issue 15 (commit
+4dd74b8); a change that alters any method's arithmetic or byte count fails here and has to say so
+by re-writing the file in a commit of its own.
+
+DIGEST-A runs with one worker: with M = 1 it is step for step synchronous DIGEST, and
+deterministic (with more workers the order in which gradients arrive is not)."""
+from __future__ import annotations
+
+import csv
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+EXPECTED = ROOT / "tests" / "data" / "regression.json"
+DATASET = "synthetic:nodes=600,classes=4,avg_degree=8,features=24,seed=1"
+COMMON = ["--dataset", DATASET, "--epochs", "6", "--hidden", "16", "--layers", "3",
+          "--eval-every", "3", "--no-progress"]
+CASES = {
+    "exact": ["--method", "exact", "--workers", "2"],
+    "partition": ["--method", "partition", "--workers", "2"],
+    "partition-K3": ["--method", "partition", "--workers", "2", "--local-steps", "3"],
+    "digest": ["--method", "digest", "--workers", "2", "--sync-interval", "2"],
+    "digest-async-M1": ["--method", "digest-async", "--workers", "1", "--sync-interval", "2"],
+    "varco": ["--method", "varco", "--workers", "2", "--comp-max", "4"],
+}
+COLUMNS = ("train_loss", "bytes_halo_fwd", "bytes_halo_bwd", "bytes_store", "bytes_params",
+           "messages")
+
+
+def run_case(name: str, out: Path, data_root: Path) -> dict:
+    env = {**os.environ, "DIGEST_DATA": str(data_root), "PYTHONPATH": str(ROOT)}
+    cmd = [sys.executable, "-m", "digest", "train", *COMMON, *CASES[name], "--out", str(out)]
+    done = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    with open(out / "metrics.csv") as f:
+        rows = list(csv.DictReader(f))
+    return {c: [float(r[c]) for r in rows] for c in COLUMNS}
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_same_losses_and_bytes(name, tmp_path, data_root):
+    expected = json.loads(EXPECTED.read_text())[name]
+    got = run_case(name, tmp_path / name, data_root)
+    for column in COLUMNS:
+        assert got[column] == expected[column], f"{name}: {column} changed"
+
+
+if __name__ == "__main__":  # python tests/test_regression.py --write
+    import tempfile
+    assert sys.argv[1:] == ["--write"], "usage: python tests/test_regression.py --write"
+    with tempfile.TemporaryDirectory() as tmp:
+        (Path(tmp) / "data").mkdir()
+        result = {n: run_case(n, Path(tmp) / n, Path(tmp) / "data") for n in sorted(CASES)}
+    EXPECTED.parent.mkdir(exist_ok=True)
+    EXPECTED.write_text(json.dumps(result, indent=1) + "\n")
+    print(f"wrote {EXPECTED}")
