@@ -3,9 +3,10 @@ dropped, each worker trains on its induced subgraph (induced-degree normalisatio
 parameters are synchronised (gradient all-reduce, or averaging every --local-steps K)."""
 from digest.halo import NoHalo
 from digest.methods import register
-from digest.sync import make_param_sync
+from digest.params import ParamOptions, make_param_policy
 
 
-@register("partition", "partition-based (Cluster-GCN / PSGD-PA): cut edges dropped, no halo traffic")
+@register("partition", "partition-based (Cluster-GCN / PSGD-PA): cut edges dropped, no halo traffic",
+          options=(ParamOptions,))
 def partition_based(cfg, part, plan, model):
-    return NoHalo(part, plan), make_param_sync(cfg.local_steps)
+    return NoHalo(part, plan), make_param_policy(cfg)

@@ -13,10 +13,10 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from digest.compress import compressor_factory, parse_layers, ratio_schedule, width
+from digest.compress import CompressionOptions, compressor_factory, parse_layers, width
 from digest.halo import HaloPlan, HaloPolicy, exchange
 from digest.methods import register
-from digest.sync import make_param_sync
+from digest.params import ParamOptions, make_param_policy
 
 
 class CompressedHalo(HaloPolicy):
@@ -28,29 +28,27 @@ class CompressedHalo(HaloPolicy):
 
     def __init__(self, part, plan: HaloPlan, model, cfg):
         super().__init__(part, plan)
-        self.cfg = cfg
-        name = "slice" if cfg.compressor == "auto" else cfg.compressor
+        self.opts, self.epochs = cfg.options, cfg.optim.epochs
+        name = "slice" if self.opts.compressor == "auto" else self.opts.compressor
         L = len(model.widths) - 1
         default = list(range(1, L - 1)) or list(range(1, L))  # L = 2: layer 1 (see module doc)
-        layers = [] if name == "none" else parse_layers(cfg.comp_layers, L, default)
+        layers = [] if name == "none" else parse_layers(self.opts.comp_layers, L, default)
         make = compressor_factory(name, cfg.seed)
         self.codecs = nn.ModuleDict({str(l): make(l, model.widths[l]) for l in layers})
         if any(True for _ in self.codecs.parameters()):
             # learned: registered now (methods.build runs before the optimiser is built) so the
             # codec is optimised and its gradients are all-reduced with the model's
             model.add_module("compressor", self.codecs)
-        self.schedule = "none" if name == "none" else cfg.comp_schedule
+        self.schedule = "none" if name == "none" else self.opts.comp_schedule
         # encode runs on the rows actually sent, selected beforehand: this plan sends its input
         # rows in order (its backward's index_add over arange is the identity)
         S = plan.send_flat.numel()
         self.wire = HaloPlan(torch.arange(S, device=plan.send_flat.device), plan.send_counts,
-                             plan.recv_counts, S)
+                             plan.recv_counts)
         self.step, self.ratio = 0, self._ratio(0)
 
     def _ratio(self, step: int) -> float:
-        c = self.cfg
-        return ratio_schedule(self.schedule, step, c.epochs, c.comp_max, c.comp_min, c.comp_slope,
-                              c.comp_ratio)
+        return self.opts.ratio(step, self.epochs, self.schedule)
 
     def before_step(self, step, forward):
         self.step, self.ratio = step, self._ratio(step)  # r(t) is driven by the epoch
@@ -69,6 +67,7 @@ class CompressedHalo(HaloPolicy):
         return {"comp_ratio": self.ratio, "comp_width": sum(ks) / len(ks) if ks else None}
 
 
-@register("varco", "VARCO: exact halos compressed to ceil(F / r(t)) columns, r(t) scheduled")
+@register("varco", "VARCO: exact halos compressed to ceil(F / r(t)) columns, r(t) scheduled",
+          options=(CompressionOptions, ParamOptions))
 def varco(cfg, part, plan, model):
-    return CompressedHalo(part, plan, model, cfg), make_param_sync(cfg.local_steps)
+    return CompressedHalo(part, plan, model, cfg), make_param_policy(cfg)

@@ -3,7 +3,6 @@ reference: a plain single-process torch_geometric full-graph GCN of the same sha
 The model is the CLI default: GCN, 3 layers, hidden 256, dropout 0.5, Adam."""
 from __future__ import annotations
 
-import dataclasses
 
 import pytest
 
@@ -19,12 +18,12 @@ METHODS = ["exact", "digest", "partition", "varco"]
 def test_epoch(benchmark, data_root, method, world):
     from digest.cache import prepare_partition
     from digest.config import TrainConfig
-    cfg = TrainConfig(dataset=DATASET, method=method, workers=world, progress=False)
-    part_dir = prepare_partition(DATASET, world, cfg.partitioner, cfg.seed, data_root, cfg.sparse)
-    with WorkerGroup(world, make_trainer, dataclasses.asdict(cfg), str(part_dir)) as group:
+    cfg = TrainConfig.of(dataset=DATASET, method=method, workers=world, progress=False)
+    part_dir = prepare_partition(DATASET, world, cfg.data.partitioner, cfg.seed, data_root, cfg.data.sparse)
+    with WorkerGroup(world, make_trainer, cfg.flat(), str(part_dir)) as group:
         benchmark.pedantic(group.call, args=("step",), warmup_rounds=2, rounds=10, iterations=1)
     benchmark.extra_info.update(dataset=DATASET, method=method, workers=world, model="gcn",
-                                layers=cfg.layers, hidden=cfg.hidden)
+                                layers=cfg.model.layers, hidden=cfg.model.hidden)
 
 
 @pytest.mark.parametrize("adjacency", ["edge_index", "sparse"])

@@ -31,13 +31,13 @@ def make_exchange(rt, part_dir: str, width: int):
 def make_trainer(rt, cfg_dict: dict, part_dir: str):
     """``step()``: one training step (epoch) of the method in ``cfg_dict``."""
     from digest import cache
-    from digest.cli import _import_methods
+    from digest.cli import import_methods
     from digest.config import TrainConfig
     from digest.trainer import Trainer
 
-    methods = _import_methods()
-    cfg = TrainConfig(**cfg_dict)
-    trainer = methods.TRAINERS.get(cfg.method, Trainer)(cfg, rt, cache.load_part(part_dir, rt.rank))
+    methods = import_methods()
+    cfg = TrainConfig.of(**cfg_dict)
+    trainer = (methods.get(cfg.method).trainer or Trainer)(cfg, rt, cache.load_part(part_dir, rt.rank))
     epoch = [0]
 
     def step():

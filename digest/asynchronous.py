@@ -68,23 +68,17 @@ DIGEST-A is step for step synchronous DIGEST.
 """
 from __future__ import annotations
 
-import threading
 import time
 from pathlib import Path
 
 import torch
 from torch import Tensor
-from torch._utils import _flatten_dense_tensors, _unflatten_dense_tensors
-from tqdm import tqdm
 
-from . import comm, server
+from . import comm, records, server
 from .methods import register
-from .metrics import atomic_write, csv_text, peak_memory_mb, write_json
-from .profile import StepProfiler, label
-from .store import StaleHalo
-from .straggler import Straggler, parse_slow_workers  # noqa: F401  (parse_slow_workers: re-export)
-from .sync import ParamSync
-from .trainer import Trainer
+from .params import ParamPolicy, flatten, grads_of, unflatten
+from .store import StaleHalo, StoreOptions
+from .trainer import Loop, Trainer
 
 MAX_SNAPSHOTS = 50  # parameter snapshots the server keeps for the post-hoc evaluation curve
 
@@ -130,10 +124,11 @@ class AsyncClient:
                              self.timeout)
 
 
-class AsyncParamSync(ParamSync):
-    """after_backward: the gradient goes to the server, the latest parameters come back (the local
-    optimiser then has no gradient to apply); after_step: those parameters replace the local ones.
-    ``applied``: whether the server applied this step's gradient (False once the budget is spent)."""
+class AsyncParamPolicy(ParamPolicy):
+    """after_backward: the gradient goes to the server, which applies it and answers with the
+    latest parameters; apply: those parameters replace the local ones (the server's Adam is the
+    only optimiser: the local one never steps). ``applied``: whether the server applied this
+    step's gradient (False once the budget is spent)."""
 
     def __init__(self, client: AsyncClient):
         self.client = client
@@ -143,24 +138,25 @@ class AsyncParamSync(ParamSync):
         self._latest = None
 
     def after_backward(self, model):
-        params = list(model.parameters())
-        grads = [p.grad if p.grad is not None else torch.zeros_like(p) for p in params]
-        self._latest, self.lag = self.client.push_grads(_flatten_dense_tensors(grads).cpu())
+        self._latest, self.lag = self.client.push_grads(flatten(grads_of(model)).cpu())
         self.applied = self._latest is not None
-        for p in params:
-            p.grad = None
 
     @torch.no_grad()
-    def after_step(self, step, model):
+    def apply(self, step, opt, model):
         if self._latest is None:  # dropped (budget spent): the final parameters are the server's
             return
-        params = [p.data for p in model.parameters()]
-        flat = self._latest.to(params[0].device)
-        for p, v in zip(params, _unflatten_dense_tensors(flat, params)):
-            p.copy_(v)
+        load_flat(model, self._latest)
 
     def state(self) -> dict:
         return {"staleness_param": self.lag, "param_version": self.client.version}
+
+
+@torch.no_grad()
+def load_flat(model, flat: Tensor) -> None:
+    """Copy a flat parameter vector into ``model``'s parameters."""
+    params = [p.data for p in model.parameters()]
+    for p, v in zip(params, unflatten(flat.to(params[0].device), params)):
+        p.copy_(v)
 
 
 class AsyncStaleHalo(StaleHalo):
@@ -168,8 +164,6 @@ class AsyncStaleHalo(StaleHalo):
 
     def __init__(self, part, plan, model, cfg, client: AsyncClient):
         super().__init__(part, plan, model, cfg)
-        if self.codecs:
-            raise ValueError("digest-async does not compress its store; use --compressor auto or none")
         self.client = client
         self.owners = [p for p, c in enumerate(plan.recv_counts) if c and p != part.rank]
         self.tags = [0] * client.world  # owner's step count when it computed the rows held
@@ -228,213 +222,97 @@ class AsyncStaleHalo(StaleHalo):
 
 
 class AsyncTrainer(Trainer):
-    """Trainer whose outer loop has no collective between the start-up fill and the end: each
-    worker steps at its own pace, keeping its own rows, until the server's budget of M x epochs
+    """Trainer whose epoch loop has no collective between the start-up fill and the end: each
+    worker steps at its own pace, keeping its own records, until the server's budget of M x epochs
     gradients is spent; then one barrier, exact collective evaluation of the server's parameter
-    snapshots, and rank 0 merges the rows into one per server epoch."""
+    snapshots, and rank 0 merges the records into one row per server epoch."""
 
-    def fit(self, out_dir: Path, summary_extra: dict) -> dict | None:
-        cfg, rank, M, out_dir = self.cfg, self.rt.rank, self.rt.world_size, Path(out_dir)
-        if cfg.resume or cfg.checkpoint_every:
+    def restore(self) -> None:
+        rt = self.cfg.runtime
+        if rt.resume or rt.checkpoint_every:
             raise ValueError("digest-async cannot checkpoint or resume (the server's state is "
                              "not saved); drop --resume / --checkpoint-every")
-        if rank == 0:  # a result already there is not this run's: retract it (summary first)
-            for name in ("summary.json", "metrics.csv"):
-                (out_dir / name).unlink(missing_ok=True)
-        straggle = Straggler.of(cfg.slow_workers, M, rank)
-        prof = StepProfiler(cfg.profile, rank, 0, cfg.epochs)  # this worker's own steps
-        snap_epochs = snapshot_epochs(cfg.epochs, cfg.eval_every)
-        proc = server.ServerProcess(M + 1, cfg.timeout) if rank == 0 else None
-        client = self.sync.client
+
+    def train(self, out_dir: Path) -> dict:
+        cfg, rank, M = self.cfg, self.rt.rank, self.rt.world_size
+        epochs, timeout = cfg.optim.epochs, cfg.runtime.timeout
+        snap_epochs = snapshot_epochs(epochs, cfg.optim.eval_every)
+        proc = server.ServerProcess(M + 1, timeout) if rank == 0 else None
+        client = self.params.client
         mine, ok, discarded, times, snaps = [], False, 0, [], {}
         try:
-            comm.rpc_init(cfg.timeout, extra=1, start_extra=proc.start if proc else None)
+            comm.rpc_init(timeout, extra=1, start_extra=proc.start if proc else None)
             if rank == 0:  # everyone has joined: seed the server with the initial parameters
                 proc.joined.set()
                 # lr / M per arrival: M arrivals (a server epoch) ~ one synchronous step (docstring)
                 comm.rpc_sync(server.NAME, server.setup, (
-                    [p.detach().cpu() for p in self.model.parameters()], cfg.lr / M,
-                    cfg.weight_decay, M, M * cfg.epochs, [M * e for e in snap_epochs]))
-            self.policy.before_step(0, lambda halo: self.model(self.x_train, self.view, halo))
+                    [p.detach().cpu() for p in self.model.parameters()], cfg.optim.lr / M,
+                    cfg.optim.weight_decay, M, M * epochs, [M * e for e in snap_epochs]))
+            self.policy.before_step(0, self.forward)
             if rank == 0:  # the server's clock starts as the workers are let go
                 comm.rpc_sync(server.NAME, server.start_clock)
             comm.barrier()  # the store is seeded by everyone: from here on, nobody waits
             t_start = time.perf_counter()
-            tqdm.set_lock(threading.RLock())  # one bar, one process: no multiprocessing semaphore
-            bar = tqdm(total=cfg.epochs, desc=f"{cfg.method} x{M} (server epochs)",
-                       disable=rank != 0 or not cfg.progress, leave=False, dynamic_ncols=True)
+            loop = Loop(self, epochs, f"{cfg.method} x{M} (server epochs)", record_sleep=True)
             step = 0
             while True:  # ends: every push either spends one unit of the finite budget or says done
-                comm.traffic.reset()
-                prof.before(step)
-                t0 = time.perf_counter()
-                with label("train_step"):
-                    loss = self.step(step)
-                if not self.sync.applied:  # the budget was spent before this gradient arrived
+                # the last applied step does not sleep: the worker stops as soon as it is done
+                rec = loop.step(step, lambda: self.step(step), sleep=lambda: not client.done,
+                                applied=lambda: self.params.applied)
+                if rec is None:  # the budget was spent before this gradient arrived
                     discarded += 1
                     break
-                prof.after(step)
-                # the last applied step does not sleep: the worker stops as soon as it is done
-                slept = 0.0 if client.done else straggle(
-                    time.perf_counter() - t0 - comm.traffic.seconds)
-                end = time.perf_counter()
-                mine.append({"time": end - t0, "loss": loss, **comm.traffic.snapshot(),
-                             "peak_mem_mb": peak_memory_mb(), **self.policy.state(),
-                             **self.sync.state(), "slept": slept, "t_end": end - t_start})
-                bar.update(client.version // M - bar.n)
+                loop.prof.after(step)
+                mine.append({**rec, "t_end": time.perf_counter() - t_start})
+                loop.bar.update(client.version // M - loop.bar.n)
                 step += 1
                 if client.done:
                     break
             loop_time = time.perf_counter() - t_start
-            prof.close(len(mine))  # a worker whose budget ran out before or inside the window says so
-            bar.close()
+            loop.close(len(mine))  # a worker whose budget ran out before or inside the window says so
             if rank == 0:  # the budget is spent, so the server's record is final: fetch it
                 times = comm.rpc_sync(server.NAME, server.times)
                 snaps = {e: comm.rpc_sync(server.NAME, server.snapshot, (M * e,)) for e in snap_epochs}
             ok = True
         finally:  # graceful = wait for every worker's last call; after an error: just stop
             try:
-                comm.rpc_shutdown(graceful=ok, timeout_s=cfg.timeout)
+                comm.rpc_shutdown(graceful=ok, timeout_s=timeout)
             finally:  # even if the shutdown itself failed (a peer lost at the very end)
                 if proc is not None:
                     proc.stop(graceful=ok)
         evals = self._evaluate_snapshots(snap_epochs, snaps)
         everyone = comm.all_gather_object({"rows": mine, "loop_time": loop_time,
-                                           "discarded": discarded, "factor": straggle.factor})
+                                           "discarded": discarded, "factor": loop.straggle.factor})
         if rank != 0:
-            return None
-        self.rows = _merge(everyone, evals, times, M)
-        summary = {**summary_extra, **self.summary(), **_async_summary(everyone, self.rows)}
-        atomic_write(out_dir / "metrics.csv", csv_text(self.rows))
-        write_json(out_dir / "summary.json", summary)  # written last: its presence = complete
-        return summary
+            return {}
+        self.rows = records.server_epochs(everyone, evals, times, M)
+        return records.async_summary(everyone, self.rows)
 
     def _evaluate_snapshots(self, snap_epochs: list[int], snaps: dict) -> dict[int, dict]:
         """Exact collective inference of each kept server snapshot (rank 0 holds them, as
         ``snaps[e] = (wall s, flat parameters)``, and broadcasts each); the model ends holding
         the server's final parameters."""
         M = self.rt.world_size
-        params = [p.data for p in self.model.parameters()]
+        dev = next(self.model.parameters()).device
+        size = sum(p.numel() for p in self.model.parameters())
         out = {}
         for e in snap_epochs:
             if self.rt.rank == 0:
                 wall, flat = snaps.pop(e)
-                flat = flat.to(params[0].device)
+                flat = flat.to(dev)
             else:
-                wall, flat = None, torch.empty(sum(p.numel() for p in params), device=params[0].device)
+                wall, flat = None, torch.empty(size, device=dev)
             comm.broadcast_(flat)
-            for p, v in zip(params, _unflatten_dense_tensors(flat, params)):
-                p.copy_(v)
+            load_flat(self.model, flat)
             t1 = time.perf_counter()
             out[e] = {**self.evaluate(), "eval_time": time.perf_counter() - t1,
                       "server_version": M * e, "server_wall_time": wall}
         return out
 
 
-# columns of a worker's step record that _merge handles itself (the rest is method state)
-_OWN = {"time", "loss", "comm_time", "peak_mem_mb", "slept", "t_end", "param_version",
-        "staleness_repr_max", "store_syncs"}
-
-
-def _merge(everyone: list[dict], evals: dict[int, dict], times: list[float], M: int) -> list[dict]:
-    """One row per server epoch (module docstring): row e covers server versions M e + 1 ..
-    M (e + 1), i.e. the steps whose ``param_version`` (the version their gradient created) lies
-    there; ``wall_time`` = when version M (e + 1) was applied; the evaluation of server epoch
-    e + 1 if kept."""
-    E = len(times) // M
-    steps = [[[] for _ in range(E)] for _ in everyone]  # [worker][epoch] -> its applied steps
-    for r, w in enumerate(everyone):
-        for s in w["rows"]:
-            steps[r][(s["param_version"] - 1) // M].append(s)
-    latest_loss = [w["rows"][0]["loss"] if w["rows"] else None for w in everyone]
-    syncs = [0] * len(everyone)
-    done = [0] * len(everyone)
-    rows = []
-    for e in range(E):
-        per = [steps[r][e] for r in range(M)]
-        flat = [s for mine in per for s in mine]
-        for r, mine in enumerate(per):
-            if mine:
-                latest_loss[r] = mine[-1]["loss"]
-                syncs[r] = mine[-1].get("store_syncs") or 0
-            done[r] += len(mine)
-        wall = times[M * (e + 1) - 1]
-        row = {"epoch": e,
-               "train_loss": sum(v for v in latest_loss if v is not None),
-               "epoch_time": wall - (times[M * e - 1] if e else 0.0),
-               "comm_time": max(sum(s["comm_time"] for s in mine) for mine in per),
-               "compute_time": max(sum(s["time"] - s["comm_time"] for s in mine) for mine in per),
-               "peak_mem_mb": max(s["peak_mem_mb"] for s in flat)}
-        for k in flat[0]:
-            if k.startswith("bytes_") or k == "messages":
-                row[k] = sum(s[k] for s in flat)
-        for k in [k for k in flat[0] if k not in row and k not in _OWN]:  # staleness: step mean
-            vals = [s[k] for s in flat if s.get(k) is not None]
-            row[k] = sum(vals) / len(vals) if vals else None
-        row["staleness_repr_max"] = max((s["staleness_repr_max"] or 0 for s in flat), default=None)
-        row["store_syncs"] = sum(syncs)
-        for r, mine in enumerate(per):
-            row[f"steps_w{r}"] = len(mine)
-            row[f"steps_done_w{r}"] = done[r]
-            row[f"compute_time_w{r}"] = sum(s["time"] - s["comm_time"] for s in mine)
-            row[f"bytes_w{r}"] = sum(s["bytes_total"] for s in mine)
-            row[f"messages_w{r}"] = sum(s["messages"] for s in mine)
-            row[f"peak_mem_mb_w{r}"] = max((s["peak_mem_mb"] for s in mine), default=None)
-            row[f"slept_w{r}"] = sum(s["slept"] for s in mine)
-            lags = [s["staleness_param"] for s in mine]
-            ages = [s["staleness_repr"] for s in mine if s["staleness_repr"] is not None]
-            row[f"staleness_param_w{r}"] = sum(lags) / len(lags) if lags else None
-            row[f"staleness_repr_w{r}"] = sum(ages) / len(ages) if ages else None
-            row[f"staleness_repr_max_w{r}"] = max((s["staleness_repr_max"] or 0 for s in mine),
-                                                  default=None)
-        if e + 1 in evals:
-            row.update(evals[e + 1])
-        row["wall_time"] = wall
-        row["cum_bytes"] = row["bytes_total"] + (rows[-1]["cum_bytes"] if rows else 0)
-        rows.append(row)
-    return rows
-
-
-def _async_summary(everyone: list[dict], rows: list[dict]) -> dict:
-    """Per-worker pace and staleness over every applied step (module docstring)."""
-    M, E = len(everyone), len(rows)
-    steps = [len(w["rows"]) for w in everyone]
-    busy = [w["rows"][-1]["t_end"] if w["rows"] else w["loop_time"] for w in everyone]
-    rate = [n / t if t > 0 else 0.0 for n, t in zip(steps, busy)]
-    fast = [r for r in range(M) if everyone[r]["factor"] == 1.0] or list(range(M))
-    slow = [r for r in range(M) if r not in fast]
-
-    def stat(key, fn, ranks):
-        vals = [s[key] for r in ranks for s in everyone[r]["rows"] if s.get(key) is not None]
-        return fn(vals) if vals else None
-
-    mean = lambda v: sum(v) / len(v)  # noqa: E731
-    wall = rows[-1]["wall_time"]
-    return {
-        "train_wall_time": wall,  # = total_train_time: the server applied the budget's last gradient
-        "server_versions": M * E,
-        "server_epochs_per_s": E / wall if wall > 0 else None,
-        "steps_by_worker": steps,
-        "discarded_by_worker": [w["discarded"] for w in everyone],
-        "train_time_by_worker": busy,
-        "loop_time_by_worker": [w["loop_time"] for w in everyone],
-        "steps_per_s_by_worker": rate,
-        "slow_factor_by_worker": [w["factor"] for w in everyone],
-        "steps_per_s_fast": mean([rate[r] for r in fast]),
-        "steps_per_s_slow": mean([rate[r] for r in slow]) if slow else None,
-        "staleness_param_mean": stat("staleness_param", mean, range(M)),
-        "staleness_param_max": stat("staleness_param", max, range(M)),
-        "staleness_repr_mean": stat("staleness_repr", mean, range(M)),
-        "staleness_repr_max": stat("staleness_repr_max", max, range(M)),
-        "staleness_param_mean_by_worker": [stat("staleness_param", mean, [r]) for r in range(M)],
-        "staleness_param_max_by_worker": [stat("staleness_param", max, [r]) for r in range(M)],
-        "staleness_repr_mean_by_worker": [stat("staleness_repr", mean, [r]) for r in range(M)],
-        "staleness_repr_max_by_worker": [stat("staleness_repr_max", max, [r]) for r in range(M)],
-    }
-
-
 @register("digest-async", "DIGEST-A: asynchronous DIGEST, parameter server + representation store "
-          "over rpc in a server process (--slow-workers to add stragglers)", trainer=AsyncTrainer)
+          "over rpc in a server process (--slow-workers to add stragglers)",
+          options=(StoreOptions,), trainer=AsyncTrainer)
 def digest_async(cfg, part, plan, model):
-    client = AsyncClient(comm.rank(), comm.world_size(), cfg.timeout)
-    return AsyncStaleHalo(part, plan, model, cfg, client), AsyncParamSync(client)
+    client = AsyncClient(comm.rank(), comm.world_size(), cfg.runtime.timeout)
+    return AsyncStaleHalo(part, plan, model, cfg, client), AsyncParamPolicy(client)

@@ -26,7 +26,7 @@ from pathlib import Path
 import torch
 
 from .graph import Graph, degree
-from .part import LocalPart, extract_part
+from .local_graph import LocalPart, extract_part
 from .partition import PartitionBook, partition
 
 FORMAT_VERSION = 1

@@ -55,7 +55,7 @@ def save(out_dir: Path, trainer, epoch: int) -> None:
         "policy": trainer.policy.state_dict(), "rng": torch.get_rng_state(),
         "rng_cuda": torch.cuda.get_rng_state_all() if torch.cuda.is_available() else None,
         "rng_numpy": np.random.get_state(), "rng_python": random.getstate(),
-        "rows": trainer.rows, "config": vars(trainer.cfg),
+        "rows": trainer.rows, "config": trainer.cfg.flat(),
     }
     path = _path(out_dir, rank, epoch)
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -69,7 +69,7 @@ def save(out_dir: Path, trainer, epoch: int) -> None:
     if rank == 0:  # commit: config.json names the newest complete set; then drop the others
         from .metrics import write_json
         top = path.parent.parent
-        write_json(top / CONFIG, {**vars(trainer.cfg), "world_size": trainer.rt.world_size,
+        write_json(top / CONFIG, {**trainer.cfg.flat(), "world_size": trainer.rt.world_size,
                                   "epoch": epoch})
         for old in top.iterdir():
             if old.is_dir() and old.name != path.parent.name:
@@ -88,7 +88,7 @@ def load(out_dir: Path, trainer) -> tuple[int, list[dict]]:
     if state["world_size"] != trainer.rt.world_size:
         raise ValueError(f"checkpoint was written by {state['world_size']} workers, "
                          f"this run has {trainer.rt.world_size}")
-    changed = differences(state["config"], vars(trainer.cfg))
+    changed = differences(state["config"], trainer.cfg.flat())
     if changed:
         raise ValueError(f"checkpoint {path} was written with other settings: {', '.join(changed)}")
     trainer.model.load_state_dict(state["model"])

@@ -8,14 +8,13 @@
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import os
 import sys
 import time
 from pathlib import Path
 
 from . import config as config_mod
-from .config import TrainConfig
+from .config import PARTITIONERS, TrainConfig
 
 USAGE, FAILURE = 2, 1
 
@@ -31,13 +30,34 @@ class _Parser(argparse.ArgumentParser):
         self.exit(USAGE, f"error: {message} (see `{self.prog} --help`)\n")
 
 
-def _import_methods():
-    """Register every method: digest's own, then the baselines (the only import of baselines/)."""
+def import_methods():
+    """Register every method: digest's own, the baselines (the only import of baselines/), then
+    the modules named in ``DIGEST_PLUGINS`` (comma-separated module names or ``.py`` paths: a
+    method of your own without editing this repository; workers inherit the variable)."""
     from . import methods
-    import baselines  # noqa: F401  (registers partition, varco on import)
+    import baselines  # noqa: F401  (registers the baselines on import)
 
     from . import asynchronous  # noqa: F401  (DIGEST-A, rpc based)
+    for spec in filter(None, os.environ.get("DIGEST_PLUGINS", "").split(",")):
+        _module(spec.strip())
     return methods
+
+
+def _module(spec: str):
+    """A module by name, or a ``.py`` file by path (imported once per process)."""
+    import importlib
+    import importlib.util
+    if not spec.endswith(".py"):
+        return importlib.import_module(spec)
+    name = "digest_plugin_" + Path(spec).stem
+    if name in sys.modules:
+        return sys.modules[name]
+    if not Path(spec).is_file():
+        raise FileNotFoundError(f"{spec} does not exist")
+    found = importlib.util.spec_from_file_location(name, spec)
+    module = sys.modules[name] = importlib.util.module_from_spec(found)
+    found.loader.exec_module(module)
+    return module
 
 
 def _errors():
@@ -78,9 +98,9 @@ def cmd_partition(args) -> int:
 
 
 def cmd_methods(args) -> int:
-    methods = _import_methods()
+    methods = import_methods()
     for name in sorted(methods.METHODS):
-        print(f"{name:<14} {methods.DESCRIPTIONS[name]}")
+        print(f"{name:<14} {methods.METHODS[name].description}")
     return 0
 
 
@@ -91,20 +111,20 @@ def worker(cfg_dict: dict, part_dir: str | None, out_dir: str) -> dict | None:
     from . import cache, comm, metrics, perf
     from .trainer import Trainer
 
-    methods = _import_methods()
-    cfg = TrainConfig(**cfg_dict)
-    rt = comm.setup(cfg.timeout, cfg.device)
+    methods = import_methods()
+    cfg = TrainConfig.of(**cfg_dict)
+    rt = comm.setup(cfg.runtime.timeout, cfg.runtime.device)
     threads = max(1, metrics.available_cores() // rt.local_world_size)
     torch.set_num_threads(threads)  # workers share the node's cores instead of oversubscribing
     perf.tune_allocator()  # large tensors reuse heap memory instead of fresh mmaps (perf.py)
     try:
         if part_dir is None:  # torchrun: every rank asks; the cache lock lets one build it
-            part_dir = str(cache.prepare_partition(cfg.dataset, rt.world_size, cfg.partitioner,
-                                                   cfg.seed, cfg.data_root, cfg.sparse))
+            part_dir = str(_prepare(cfg, rt.world_size))
         part = cache.load_part(Path(part_dir), rt.rank)
         manifest = cache.load_manifest(Path(part_dir))
-        trainer = methods.TRAINERS.get(cfg.method, Trainer)(cfg, rt, part)
-        extra = {"config": dataclasses.asdict(cfg), "dataset": manifest.get("graph", {}),
+        trainer_cls = methods.get(cfg.method).trainer or Trainer
+        trainer = trainer_cls(cfg, rt, part, hooks=epoch_hooks())
+        extra = {"config": cfg.flat(), "dataset": manifest.get("graph", {}),
                  "partition": manifest.get("stats", {}), "partition_cache": part_dir,
                  "machine": metrics.machine(rt.world_size, rt.local_world_size, threads),
                  "versions": metrics.versions(), "git_commit": metrics.git_commit(),
@@ -113,6 +133,23 @@ def worker(cfg_dict: dict, part_dir: str | None, out_dir: str) -> dict | None:
         return trainer.fit(Path(out_dir), extra)
     finally:
         comm.teardown()
+
+
+def _prepare(cfg: TrainConfig, world: int):
+    from .cache import prepare_partition
+    d = cfg.data
+    return prepare_partition(d.dataset, world, d.partitioner, cfg.seed, d.data_root, d.sparse)
+
+
+def epoch_hooks() -> list:
+    """``DIGEST_EPOCH_HOOK=module:function`` (or ``path/to/file.py:function``): a function called
+    as ``function(epoch, rank)`` at the start of every training step (fault injection in tests,
+    debugging); none when unset."""
+    spec = os.environ.get("DIGEST_EPOCH_HOOK")
+    if not spec:
+        return []
+    where, _, name = spec.rpartition(":")
+    return [getattr(_module(where), name)]
 
 
 def _check_dataset(spec: str, parts: int | None = None, flag: str = "--parts") -> None:
@@ -130,39 +167,26 @@ def _check_dataset(spec: str, parts: int | None = None, flag: str = "--parts") -
     check_memory(spec)
 
 
-def _given(argv) -> set[str]:
-    """The TrainConfig fields set explicitly on the ``train`` command line."""
-    if argv is None:
-        return {f.name for f in dataclasses.fields(TrainConfig)}  # unknown: treat all as given
-    p = argparse.ArgumentParser(add_help=False)
-    config_mod.add_arguments(p, TrainConfig)
-    unset = object()  # argparse fills in a default only where the namespace has no value yet
-    ns = argparse.Namespace(**{f.name: unset for f in dataclasses.fields(TrainConfig)})
-    rest = list(argv)[list(argv).index("train") + 1:] if "train" in argv else list(argv)
-    return {k for k, v in vars(p.parse_known_args(rest, ns)[0]).items() if v is not unset}
-
-
-def _resume_config(cfg: TrainConfig, argv, world: int | None) -> TrainConfig:
+def _resume_config(cfg: TrainConfig, given: dict, world: int | None) -> TrainConfig:
     """``--resume DIR`` continues the run saved there with ITS settings: a flag left out is
     taken from the checkpoint; a key setting given with another value is refused (one line)."""
     from . import checkpoint
-    saved = checkpoint.read_config(cfg.resume)
-    given = _given(argv)
-    now = dataclasses.asdict(cfg)
+    saved = checkpoint.read_config(cfg.runtime.resume)
+    now = cfg.flat()
     changed = checkpoint.differences(saved, now, sorted(given))
     saved_world = saved.get("world_size")
-    if world is None and "workers" in given and cfg.workers != saved_world:
-        changed.append(f"--workers {saved_world} -> {cfg.workers}")
+    if world is None and "workers" in given and cfg.runtime.workers != saved_world:
+        changed.append(f"--workers {saved_world} -> {cfg.runtime.workers}")
     if world is not None and world != saved_world:
         changed.append(f"world size {saved_world} -> {world}")
     if changed:
-        raise UsageError(f"--resume {cfg.resume}: the run was started with other settings "
+        raise UsageError(f"--resume {cfg.runtime.resume}: the run was started with other settings "
                          f"({', '.join(changed)}); leave those flags out to continue it")
-    keep = {"out", "resume"} | given
-    inherited = {k: v for k, v in saved.items() if k in now and k not in keep}
-    if world is None and "workers" not in given:
+    from .flags import all_flags
+    inherited = {k: v for k, v in saved.items() if k in all_flags() and k not in ("out", "resume")}
+    if world is None:
         inherited["workers"] = saved_world
-    return dataclasses.replace(cfg, **inherited)
+    return TrainConfig.of(**{**inherited, **given})
 
 
 # What a worker imports beyond launch.PRELOAD: the forkserver imports it once for all workers.
@@ -172,35 +196,31 @@ WORKER_MODULES = ("baselines", "digest.asynchronous")
 def cmd_train(args) -> int:
     from .launch import interrupt_once, launch, prestart, under_torchrun
 
-    cfg = config_mod.from_namespace(args)
+    from . import flags
+    given = flags.given(args)
     try:
+        cfg = TrainConfig.of(**given)
         config_mod.validate(cfg)
     except ValueError as e:
         raise UsageError(str(e)) from None
     world = int(os.environ["WORLD_SIZE"]) if under_torchrun() else None
-    if world is None and cfg.workers > 1:
-        prestart(WORKER_MODULES)  # its imports overlap with ours and the partition's loading
-    if cfg.resume:
-        cfg = _resume_config(cfg, getattr(args, "argv", None), world)
-    _check_dataset(cfg.dataset, world or cfg.workers, "--workers")  # before the slow imports
-    methods = _import_methods()
-    if cfg.method not in methods.METHODS:
-        raise UsageError(f"unknown method {cfg.method!r}; choose from {', '.join(sorted(methods.METHODS))}")
+    if world is None and cfg.runtime.workers > 1:
+        prestart(WORKER_MODULES)  # its imports overlap with the partition's loading
+    if cfg.runtime.resume:
+        cfg = _resume_config(cfg, given, world)
+    _check_dataset(cfg.data.dataset, world or cfg.runtime.workers, "--workers")
     if under_torchrun():  # this process is one of torchrun's workers
         interrupt_once()
-        out_dir = cfg.resume or cfg.run_dir(world)
-        summary = worker(dataclasses.asdict(cfg), None, out_dir)
+        out_dir = cfg.runtime.resume or cfg.run_dir(world)
+        summary = worker(cfg.flat(), None, out_dir)
     else:
-        from .cache import prepare_partition
-        world = cfg.workers
-        out_dir = cfg.resume or cfg.run_dir(world)
-        part_dir = str(prepare_partition(cfg.dataset, world, cfg.partitioner, cfg.seed,
-                                         cfg.data_root, cfg.sparse))
-        args_ = (dataclasses.asdict(cfg), part_dir, out_dir)
+        world = cfg.runtime.workers
+        out_dir = cfg.runtime.resume or cfg.run_dir(world)
+        args_ = (cfg.flat(), str(_prepare(cfg, world)), out_dir)
         summary = worker(*args_) if world == 1 else launch(worker, args_, world)
     if summary:
         mb = summary["mean_bytes_per_epoch"] / 2**20
-        print(f"{cfg.method} on {cfg.dataset} with {world} worker(s): best val "
+        print(f"{cfg.method} on {cfg.data.dataset} with {world} worker(s): best val "
               f"{summary['best_val']:.4f}, test at best val {summary['test_at_best_val']:.4f}, "
               f"{summary['mean_epoch_time'] * 1e3:.1f} ms/epoch, {mb:.2f} MiB/epoch -> {out_dir}")
     return 0
@@ -216,22 +236,26 @@ def parser() -> argparse.ArgumentParser:
     q = sub.add_parser("partition", help="partition a dataset and print its statistics")
     q.add_argument("--dataset", default="synthetic")
     q.add_argument("--parts", type=int, required=True)
-    q.add_argument("--partitioner", default="metis", choices=config_mod.PARTITIONERS)
+    q.add_argument("--partitioner", default="metis", choices=PARTITIONERS)
     q.add_argument("--seed", type=int, default=0)
     q.add_argument("--data-root", default=None)
     q.add_argument("--sparse", default="auto", choices=("auto", "always", "never"))
     q.set_defaults(func=cmd_partition)
     sub.add_parser("methods", help="list training methods").set_defaults(func=cmd_methods)
-    t = sub.add_parser("train", help="train with one method on M workers")
-    config_mod.add_arguments(t, TrainConfig)
+    t = sub.add_parser("train", help="train with one method on M workers",
+                       description="Every flag with its default; method options are grouped by "
+                       "the methods that take them (another method's flag is an error).")
+    import_methods()
+    from .flags import add_train_arguments
+    add_train_arguments(t)
     t.set_defaults(func=cmd_train)
     return p
 
 
 def main(argv=None) -> int:
-    args = parser().parse_args(argv)  # argparse itself exits 2 with one usage line on bad flags
-    args.argv = list(sys.argv[1:] if argv is None else argv)  # which flags were given (--resume)
     try:
+        # building the train parser imports every method (torch): Ctrl-C may come in there too
+        args = parser().parse_args(argv)  # argparse exits 2 with one usage line on bad flags
         return args.func(args)
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)

@@ -9,11 +9,14 @@ backward bytes shrink with the forward ones.
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from typing import Callable
 
 import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
+
+from .config import Options, option
 
 
 def ratio_schedule(kind: str, epoch: int, epochs: int, comp_max: float, comp_min: float,
@@ -31,6 +34,36 @@ def ratio_schedule(kind: str, epoch: int, epochs: int, comp_max: float, comp_min
     if kind == "variable":
         return max(comp_max - slope * epoch * (comp_max - comp_min) / epochs, comp_min)
     raise ValueError(f"unknown compression schedule {kind!r}")
+
+
+@dataclass
+class CompressionOptions(Options):
+    """Compression of exchanged rows (VARCO's halos; DIGEST's store sync when asked for)."""
+    compressor: str = option("auto", "compressor of exchanged rows (auto: slice for varco, none "
+                             "= exact store sync for digest)",
+                             choices=("auto", "slice", "random", "learned", "none"))
+    comp_schedule: str = option("variable", "compression schedule r(t)",
+                                choices=("variable", "fixed", "none"))
+    comp_max: float = option(32.0, "initial compression ratio r_max (variable schedule)")
+    comp_min: float = option(1.0, "final compression ratio r_min (variable schedule)")
+    comp_slope: float = option(1.0, "slope s of the variable schedule")
+    comp_ratio: float | None = option(None, "compression ratio of the fixed schedule (required "
+                                      "with --comp-schedule fixed)")
+    comp_layers: str = option("", "layers whose rows are compressed, e.g. 1,2 (default: VARCO "
+                              "all but the last layer's input; DIGEST every stored layer)")
+
+    def check_group(self, cfg) -> None:
+        if not 1 <= self.comp_min <= self.comp_max:
+            raise ValueError("need 1 <= --comp-min <= --comp-max")
+        if self.comp_schedule == "fixed" and self.comp_ratio is None:
+            raise ValueError("--comp-schedule fixed needs --comp-ratio")
+        if self.comp_ratio is not None and self.comp_ratio < 1:
+            raise ValueError("--comp-ratio must be >= 1")
+
+    def ratio(self, epoch: int, epochs: int, schedule: str | None = None) -> float:
+        """r(epoch) under this schedule (or ``schedule``, e.g. "none" when nothing is compressed)."""
+        return ratio_schedule(schedule or self.comp_schedule, epoch, epochs, self.comp_max,
+                              self.comp_min, self.comp_slope, self.comp_ratio or 1.0)
 
 
 def width(features: int, ratio: float) -> int:

@@ -1,115 +1,170 @@
-"""Typed run configuration. The command line is generated from these fields, so a flag, its
-default and its help text are written once."""
+"""Typed run configuration, nested by concern: what to train on (``data``), the ``model``, the
+optimisation (``optim``), where and how it runs (``runtime``), and the method's own ``options``.
+
+Every field is one ``--flag`` of ``python -m digest train`` (flags stay flat: ``--hidden``, not
+``--model.hidden``), written once here with its default and help text. A method declares its
+options in its own file as small dataclasses (option groups, see ``methods.register``), so adding a
+method adds its flags without touching this file. ``TrainConfig.of(**flags)`` builds a config from
+flat flags and refuses a flag that belongs to another method; ``cfg.flat()`` is the inverse (what
+summary.json and checkpoints record).
+"""
 from __future__ import annotations
 
-import argparse
 import dataclasses
 import os
 from dataclasses import dataclass, field
-
+from typing import Any
 
 PARTITIONERS = ("metis", "metis-edges", "random")  # see digest/partition.py assign_parts
 
 
-def _f(default, help: str, **kw):
+class ConfigError(ValueError):
+    """A flag that does not exist, does not apply to the chosen method, or has a bad value."""
+
+
+def option(default, help: str, **kw):
+    """A config field: its default, its ``--help`` line and argparse extras (``choices``)."""
     return field(default=default, metadata={"help": help, **kw})
 
 
 @dataclass
+class DataConfig:
+    """What to train on and how it is split."""
+    dataset: str = option("synthetic", "dataset spec, e.g. synthetic, Cora, CS, ogbn-arxiv, "
+                          "synthetic:nodes=100000,avg_degree=20")
+    data_root: str | None = option(None, "data root (default: $DIGEST_DATA or ./data)")
+    sparse: str = option("auto", "keep low-density features sparse",
+                         choices=("auto", "always", "never"))
+    partitioner: str = option("metis", "graph partitioner (metis: balanced nodes, metis-edges: "
+                              "balanced edges, random)", choices=PARTITIONERS)
+
+
+@dataclass
+class ModelConfig:
+    """The GNN."""
+    model: str = option("gcn", "architecture", choices=("gcn", "sage", "gat"))
+    layers: int = option(3, "number of GNN layers L")
+    hidden: int = option(256, "hidden width")
+    dropout: float = option(0.5, "dropout probability")
+    batch_norm: bool = option(False, "batch norm on hidden layers (worker-local statistics)")
+
+
+@dataclass
+class OptimConfig:
+    """Optimisation and evaluation."""
+    lr: float = option(0.01, "Adam learning rate")
+    weight_decay: float = option(0.0, "Adam weight decay")
+    epochs: int = option(100, "full-graph steps")
+    eval_every: int = option(1, "exact full-graph evaluation every N epochs")
+
+
+@dataclass
+class RuntimeConfig:
+    """Where and how the run executes (a resumed run may change most of these)."""
+    workers: int = option(1, "worker processes (ignored under torchrun, which sets WORLD_SIZE)")
+    slow_workers: str = option("", "RANK:FACTOR[,RANK:FACTOR] stragglers (any method): the rank "
+                               "sleeps (FACTOR-1) x its compute time after every step")
+    out: str | None = option(None, "output directory (default: runs/<dataset>_<method>_w<M>_s<seed>)")
+    timeout: float = option(300.0, "collective timeout in seconds (a dead peer becomes an error)")
+    checkpoint_every: int = option(0, "write a checkpoint every N epochs (0 = never)")
+    resume: str | None = option(None, "resume the run in this output directory")
+    device: str = option("auto", "cpu, cuda or auto", choices=("auto", "cpu", "cuda"))
+    progress: bool = option(True, "show a progress bar")
+    profile: str | None = option(None, "write torch.profiler reports of training steps 5-14 (each "
+                                 "rank's operator table and timeline) into this directory")
+
+
+SECTIONS = {"data": DataConfig, "model": ModelConfig, "optim": OptimConfig, "runtime": RuntimeConfig}
+TOP = {"method": ("exact", "training method (see `python -m digest methods`)"),
+       "seed": (0, "seed of initialisation, dropout, random splits and partitioner")}
+
+
+class Options:
+    """Base of the option groups a method declares. ``check(cfg)`` raises ValueError (one line)
+    for values argparse cannot reject; each group checks only its own fields."""
+
+    def check(self, cfg: "TrainConfig") -> None:
+        for group in type(self).__mro__:
+            own = group.__dict__.get("check_group")
+            if own is not None:
+                own(self, cfg)
+
+
+@dataclass
 class TrainConfig:
-    # what to train on
-    dataset: str = _f("synthetic", "dataset spec, e.g. synthetic, Cora, CS, ogbn-arxiv, "
-                      "synthetic:nodes=100000,avg_degree=20")
-    data_root: str | None = _f(None, "data root (default: $DIGEST_DATA or ./data)")
-    sparse: str = _f("auto", "keep low-density features sparse", choices=("auto", "always", "never"))
-    # how to split it
-    workers: int = _f(1, "worker processes (ignored under torchrun, which sets WORLD_SIZE)")
-    partitioner: str = _f("metis", "graph partitioner (metis: balanced nodes, metis-edges: "
-                           "balanced edges, random)", choices=PARTITIONERS)
-    # the model
-    model: str = _f("gcn", "architecture", choices=("gcn", "sage", "gat"))
-    layers: int = _f(3, "number of GNN layers L")
-    hidden: int = _f(256, "hidden width")
-    dropout: float = _f(0.5, "dropout probability")
-    batch_norm: bool = _f(False, "batch norm on hidden layers (worker-local statistics)")
-    lr: float = _f(0.01, "Adam learning rate")
-    weight_decay: float = _f(0.0, "Adam weight decay")
-    epochs: int = _f(100, "full-graph steps")
-    eval_every: int = _f(1, "exact full-graph evaluation every N epochs")
-    seed: int = _f(0, "seed of initialisation, dropout, random splits and partitioner")
-    # the method
-    method: str = _f("exact", "training method (see `python -m digest methods`)")
-    local_steps: int = _f(1, "parameter averaging every K local steps (1 = gradient all-reduce)")
-    sync_interval: int = _f(10, "DIGEST: stale-representation sync interval I")
-    slow_workers: str = _f("", "RANK:FACTOR[,RANK:FACTOR] stragglers (any method): the rank "
-                           "sleeps (FACTOR-1) x its compute time after every step")
-    compressor: str = _f("auto", "compressor of exchanged rows (auto: slice for varco, none = "
-                         "exact store sync for digest)",
-                         choices=("auto", "slice", "random", "learned", "none"))
-    comp_schedule: str = _f("variable", "VARCO compression schedule",
-                            choices=("variable", "fixed", "none"))
-    comp_max: float = _f(32.0, "VARCO: initial compression ratio r_max")
-    comp_min: float = _f(1.0, "VARCO: final compression ratio r_min")
-    comp_slope: float = _f(1.0, "VARCO: slope s of the linear schedule")
-    comp_ratio: float = _f(1.0, "compression ratio of the fixed schedule")
-    comp_layers: str = _f("", "layers whose halo is compressed, e.g. 1,2 (default: all but the "
-                          "last layer's input)")
-    # running
-    out: str | None = _f(None, "output directory (default: runs/<dataset>_<method>_w<M>_s<seed>)")
-    timeout: float = _f(300.0, "collective timeout in seconds (a dead peer becomes an error)")
-    checkpoint_every: int = _f(0, "write a checkpoint every N epochs (0 = never)")
-    resume: str | None = _f(None, "resume the run in this output directory")
-    device: str = _f("auto", "cpu, cuda or auto", choices=("auto", "cpu", "cuda"))
-    progress: bool = _f(True, "show a progress bar")
-    profile: str | None = _f(None, "write torch.profiler reports of training steps 5-14 (each "
-                             "rank's operator table and timeline) into this directory")
+    method: str = TOP["method"][0]
+    seed: int = TOP["seed"][0]
+    data: DataConfig = field(default_factory=DataConfig)
+    model: ModelConfig = field(default_factory=ModelConfig)
+    optim: OptimConfig = field(default_factory=OptimConfig)
+    runtime: RuntimeConfig = field(default_factory=RuntimeConfig)
+    options: Any = None  # the method's options: an instance of methods.options_class(method)
+
+    @classmethod
+    def of(cls, **flags) -> "TrainConfig":
+        """From flat flags (``hidden=64, sync_interval=5``); the rest take their defaults.
+        Raises ConfigError for an unknown flag or one that belongs to another method."""
+        from . import methods
+        flags = dict(flags)
+        top = {k: flags.pop(k) for k in TOP if k in flags}
+        sections = {name: section(**{k: flags.pop(k) for k in _names(section) if k in flags})
+                    for name, section in SECTIONS.items()}
+        options_cls = methods.options_class(top.get("method", TOP["method"][0]))
+        options = options_cls(**{k: flags.pop(k) for k in _names(options_cls) if k in flags})
+        if flags:
+            raise ConfigError(_misplaced(sorted(flags), top.get("method", "exact")))
+        return cls(**top, **sections, options=options)
+
+    def flat(self) -> dict:
+        """Every flag of this config by name (the inverse of ``of``)."""
+        out = {"method": self.method, "seed": self.seed}
+        for name in SECTIONS:
+            out.update(dataclasses.asdict(getattr(self, name)))
+        out.update(dataclasses.asdict(self.options) if self.options is not None else {})
+        return out
+
+    def replace(self, **flags) -> "TrainConfig":
+        """A copy with some flat flags changed (another method starts from its own defaults)."""
+        base = self.flat()
+        if flags.get("method", self.method) != self.method and self.options is not None:
+            base = {k: v for k, v in base.items() if k not in _names(type(self.options))}
+        return TrainConfig.of(**{**base, **flags})
 
     def run_dir(self, world: int) -> str:
-        name = self.dataset.replace(":", "_").replace(",", "_").replace("=", "")
-        return self.out or f"runs/{name}_{self.method}_w{world}_s{self.seed}"
+        name = self.data.dataset.replace(":", "_").replace(",", "_").replace("=", "")
+        return self.runtime.out or f"runs/{name}_{self.method}_w{world}_s{self.seed}"
 
 
-def add_arguments(parser: argparse.ArgumentParser, cls=TrainConfig) -> None:
-    """One ``--flag`` per dataclass field (``--no-flag`` for booleans)."""
-    for f in dataclasses.fields(cls):
-        flag = "--" + f.name.replace("_", "-")
-        meta = dict(f.metadata)
-        if f.type in ("bool", bool):
-            parser.add_argument(flag, action=argparse.BooleanOptionalAction, default=f.default,
-                                help=meta["help"])
-            continue
-        kind = {"int": int, "float": float}.get(str(f.type), str)
-        parser.add_argument(flag, type=kind, default=f.default, help=meta["help"],
-                            choices=meta.get("choices"))
+def _names(cls) -> list[str]:
+    return [f.name for f in dataclasses.fields(cls)]
 
 
-def from_namespace(ns: argparse.Namespace, cls=TrainConfig) -> TrainConfig:
-    return cls(**{f.name: getattr(ns, f.name) for f in dataclasses.fields(cls)})
+def _misplaced(names: list[str], method: str) -> str:
+    from . import methods
+    flags = ", ".join("--" + n.replace("_", "-") for n in names)
+    owners = sorted({m for n in names for m in methods.methods_with_option(n)})
+    if owners:
+        return f"{flags} does not apply to --method {method} (an option of {', '.join(owners)})"
+    return f"unknown option {flags}"
 
 
 def validate(cfg: TrainConfig) -> None:
     """Ranges argparse cannot express. Raises ValueError with a one-line message."""
     checks = [
-        (cfg.workers >= 1, "--workers must be >= 1"),
-        (cfg.layers >= 1, "--layers must be >= 1"),
-        (cfg.hidden >= 1, "--hidden must be >= 1"),
-        (0 <= cfg.dropout < 1, "--dropout must be in [0, 1)"),
-        (cfg.lr > 0, "--lr must be > 0"),
-        (cfg.epochs >= 1, "--epochs must be >= 1"),
-        (cfg.eval_every >= 1, "--eval-every must be >= 1"),
-        (cfg.local_steps >= 1, "--local-steps must be >= 1"),
-        (cfg.sync_interval >= 1, "--sync-interval must be >= 1"),
-        (cfg.comp_min >= 1 and cfg.comp_max >= cfg.comp_min, "need 1 <= --comp-min <= --comp-max"),
-        (cfg.comp_ratio >= 1, "--comp-ratio must be >= 1"),
-        (cfg.timeout > 0, "--timeout must be > 0"),
-        (cfg.checkpoint_every >= 0, "--checkpoint-every must be >= 0"),
-        (not (cfg.method.startswith("digest") and cfg.compressor == "learned"),
-         "--compressor learned cannot train under DIGEST (store rows are constants, no gradient "
-         "reaches the codec); use slice or random"),
+        (cfg.runtime.workers >= 1, "--workers must be >= 1"),
+        (cfg.model.layers >= 1, "--layers must be >= 1"),
+        (cfg.model.hidden >= 1, "--hidden must be >= 1"),
+        (0 <= cfg.model.dropout < 1, "--dropout must be in [0, 1)"),
+        (cfg.optim.lr > 0, "--lr must be > 0"),
+        (cfg.optim.epochs >= 1, "--epochs must be >= 1"),
+        (cfg.optim.eval_every >= 1, "--eval-every must be >= 1"),
+        (cfg.runtime.timeout > 0, "--timeout must be > 0"),
+        (cfg.runtime.checkpoint_every >= 0, "--checkpoint-every must be >= 0"),
     ]
     for ok, message in checks:
         if not ok:
             raise ValueError(message)
+    cfg.options.check(cfg)
     from .straggler import parse_slow_workers  # format, factors, ranks (torchrun: its world;
-    world = os.environ.get("WORLD_SIZE") or (cfg.workers if not cfg.resume else 1 << 30)
-    parse_slow_workers(cfg.slow_workers, int(world))  # --resume: the saved world, checked later)
+    world = os.environ.get("WORLD_SIZE") or (cfg.runtime.workers if not cfg.runtime.resume else 1 << 30)
+    parse_slow_workers(cfg.runtime.slow_workers, int(world))  # --resume: the saved world, checked later)

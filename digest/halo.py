@@ -14,7 +14,7 @@ import torch
 from torch import Tensor
 
 from . import comm
-from .part import LocalPart
+from .local_graph import LocalPart
 
 
 @dataclass
@@ -25,19 +25,17 @@ class HaloPlan:
         send_flat: positions of inner rows to send, peer by peer. Shape ``[S]``.
         send_counts: rows for each peer (sum S).
         recv_counts: rows from each peer (sum = n_halo, in halo order).
-        n_inner: rows of the inner block (for the backward's accumulation).
     """
 
     send_flat: Tensor
     send_counts: list[int]
     recv_counts: list[int]
-    n_inner: int
 
     @classmethod
     def of(cls, part: LocalPart, device=None) -> "HaloPlan":
         flat = torch.cat(part.send_idx) if part.send_idx else torch.empty(0, dtype=torch.long)
         return cls(flat.to(device), [int(s.numel()) for s in part.send_idx],
-                   list(part.recv_counts), part.n_inner)
+                   list(part.recv_counts))
 
 
 class HaloExchange(torch.autograd.Function):

@@ -1,45 +1,89 @@
-"""The method registry. A method = a halo policy + a parameter-sync policy, built per worker.
+"""The method registry. A method = a halo policy + a parameter-sync policy, built per worker, plus
+the option groups whose flags it takes.
 
 ``digest/`` registers exact and DIGEST here; ``baselines/`` registers its own on import. Only the
 command-line entry point imports ``baselines`` (nothing else in ``digest/`` may).
+
+    @register("mine", "one line for `python -m digest methods`", options=(MyOptions, ParamOptions))
+    def mine(cfg, part, plan, model):
+        return MyHalo(part, plan, cfg.options), make_param_policy(cfg)
 """
 from __future__ import annotations
 
+import dataclasses
+from dataclasses import dataclass
 from typing import Callable
 
-from .config import TrainConfig
+from .config import Options, TrainConfig
 from .halo import ExactHalo, HaloPlan, HaloPolicy
-from .part import LocalPart
-from .sync import ParamSync, make_param_sync
+from .local_graph import LocalPart
+from .params import ParamPolicy, ParamOptions, make_param_policy
+from .compress import CompressionOptions
+from .store import StoreOptions
 
-Builder = Callable[[TrainConfig, LocalPart, HaloPlan, object], tuple[HaloPolicy, ParamSync]]
-METHODS: dict[str, Builder] = {}
-DESCRIPTIONS: dict[str, str] = {}
-TRAINERS: dict[str, type] = {}  # the few methods whose outer loop is not Trainer.fit (DIGEST-A)
+Builder = Callable[[TrainConfig, LocalPart, HaloPlan, object], tuple[HaloPolicy, ParamPolicy]]
 
 
-def register(name: str, description: str, trainer: type | None = None):
+@dataclass
+class Method:
+    name: str
+    description: str
+    build: Builder
+    options: type              # a dataclass composed of the method's option groups
+    groups: tuple              # those groups, in the order --help lists them
+    trainer: type | None       # the few methods whose outer loop is not Trainer's (DIGEST-A)
+
+
+METHODS: dict[str, Method] = {}
+
+
+def register(name: str, description: str, options: tuple = (), trainer: type | None = None):
+    """Register ``builder(cfg, part, plan, model) -> (halo policy, parameter-sync policy)``.
+    ``options``: the option groups (``Options`` dataclasses) whose flags the method takes."""
     def wrap(builder: Builder) -> Builder:
-        METHODS[name] = builder
-        DESCRIPTIONS[name] = description
-        if trainer is not None:
-            TRAINERS[name] = trainer
+        cls = dataclasses.make_dataclass(f"{name.title().replace('-', '')}Options", [],
+                                         bases=tuple(reversed(options)) or (Options,))
+        METHODS[name] = Method(name, description, builder, cls, tuple(options), trainer)
         return builder
     return wrap
 
 
-def build(cfg: TrainConfig, part: LocalPart, plan: HaloPlan, model) -> tuple[HaloPolicy, ParamSync]:
-    if cfg.method not in METHODS:
-        raise ValueError(f"unknown method {cfg.method!r}; choose from {', '.join(sorted(METHODS))}")
-    return METHODS[cfg.method](cfg, part, plan, model)
+def get(name: str) -> Method:
+    if name not in METHODS:
+        raise ValueError(f"unknown method {name!r}; choose from {', '.join(sorted(METHODS))}")
+    return METHODS[name]
 
 
-@register("exact", "propagation-based: fresh halos forward and backward (full communication)")
+def options_class(name: str) -> type:
+    return get(name).options
+
+
+def option_groups() -> dict[type, list[str]]:
+    """Every registered option group -> the methods that take it (for ``--help``)."""
+    out: dict[type, list[str]] = {}
+    for m in METHODS.values():
+        for g in m.groups:
+            out.setdefault(g, []).append(m.name)
+    return out
+
+
+def methods_with_option(flag: str) -> list[str]:
+    return [m.name for m in METHODS.values()
+            if flag in {f.name for f in dataclasses.fields(m.options)}]
+
+
+def build(cfg: TrainConfig, part: LocalPart, plan: HaloPlan, model) -> tuple[HaloPolicy, ParamPolicy]:
+    return get(cfg.method).build(cfg, part, plan, model)
+
+
+@register("exact", "propagation-based: fresh halos forward and backward (full communication)",
+          options=(ParamOptions,))
 def exact(cfg, part, plan, model):
-    return ExactHalo(part, plan), make_param_sync(cfg.local_steps)
+    return ExactHalo(part, plan), make_param_policy(cfg)
 
 
-@register("digest", "DIGEST: stale halo representations synced every --sync-interval steps")
+@register("digest", "DIGEST: stale halo representations synced every --sync-interval steps",
+          options=(StoreOptions, CompressionOptions, ParamOptions))
 def digest(cfg, part, plan, model):
-    from .store import StaleHalo  # local import: store.py imports the compressor machinery
-    return StaleHalo(part, plan, model, cfg), make_param_sync(cfg.local_steps)
+    from .store import StaleHalo
+    return StaleHalo(part, plan, model, cfg), make_param_policy(cfg)

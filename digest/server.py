@@ -23,7 +23,8 @@ from pathlib import Path
 
 import torch
 from torch import Tensor
-from torch._utils import _flatten_dense_tensors, _unflatten_dense_tensors
+
+from .params import flatten, unflatten
 
 NAME = "server"
 
@@ -62,13 +63,13 @@ class ParameterServer:
             lag = self.version - version
             if self.version >= self.budget:
                 return None, self.version, list(self.steps), lag, True
-            for p, g in zip(self.params, _unflatten_dense_tensors(flat_grad, self.params)):
+            for p, g in zip(self.params, unflatten(flat_grad, self.params)):
                 p.grad = g
             self.opt.step()
             self.version += 1
             self.steps[rank] += 1
             self.times.append(time.perf_counter() - self.t0)
-            flat = _flatten_dense_tensors([p.detach() for p in self.params])  # a fresh copy
+            flat = flatten([p.detach() for p in self.params])  # a fresh copy
             if self.version in self.snapshot_versions:
                 self.snapshots[self.version] = (self.times[-1], flat.clone())
             return flat, self.version, list(self.steps), lag, self.version >= self.budget

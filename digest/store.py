@@ -9,13 +9,29 @@ syncs the pulled rows are reused as constants: no gradient flows into them and n
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import torch
 from torch import Tensor
 
 from . import comm
-from .compress import compressor_factory, parse_layers, ratio_schedule, width
+from .compress import CompressionOptions, compressor_factory, parse_layers, width
+from .config import Options, option
 from .halo import HaloPlan, HaloPolicy, exchange
-from .part import LocalPart
+from .local_graph import LocalPart
+
+
+@dataclass
+class StoreOptions(Options):
+    """DIGEST's representation store."""
+    sync_interval: int = option(10, "stale-representation sync interval I (steps)")
+
+    def check_group(self, cfg) -> None:
+        if self.sync_interval < 1:
+            raise ValueError("--sync-interval must be >= 1")
+        if getattr(self, "compressor", None) == "learned":
+            raise ValueError("--compressor learned cannot train under DIGEST (store rows are "
+                             "constants, no gradient reaches the codec); use slice or random")
 
 
 class StaleHalo(HaloPolicy):
@@ -25,7 +41,7 @@ class StaleHalo(HaloPolicy):
     def __init__(self, part: LocalPart, plan: HaloPlan, model, cfg):
         super().__init__(part, plan)
         self.model = model
-        self.interval = cfg.sync_interval
+        self.interval = cfg.options.sync_interval
         self.widths = model.widths  # widths[l] = columns of h^l
         self.store: dict[int, Tensor] = {}  # layer -> stale halo rows [n_halo, F_l]
         self.latest: dict[int, Tensor] = {}  # layer -> this step's inner rows (to push)
@@ -35,15 +51,13 @@ class StaleHalo(HaloPolicy):
         self.syncs = 0
         # Store compression only when asked for: --compressor auto/none keeps the exact sync.
         # Layers: --comp-layers, default every stored layer 1..L-1.
-        name = "none" if cfg.compressor == "auto" else cfg.compressor
-        if name == "learned":
-            raise ValueError("--compressor learned cannot be trained under DIGEST: store rows are "
-                             "constants, so no gradient reaches the codec; use slice or random")
+        comp = cfg.options if isinstance(cfg.options, CompressionOptions) else None
+        name = "none" if comp is None or comp.compressor == "auto" else comp.compressor
         L = len(self.widths) - 1
-        layers = [] if name == "none" else parse_layers(cfg.comp_layers, L, list(range(1, L)))
+        layers = [] if name == "none" else parse_layers(comp.comp_layers, L, list(range(1, L)))
         make = compressor_factory(name, cfg.seed)
         self.codecs = {l: make(l, self.widths[l]) for l in layers}
-        self.cfg, self.ratio = cfg, 1.0
+        self.comp, self.epochs, self.ratio = comp, cfg.optim.epochs, 1.0
 
     # -- the policy -------------------------------------------------------------------------
     def before_step(self, step, forward):
@@ -77,10 +91,8 @@ class StaleHalo(HaloPolicy):
         layers = sorted(self.latest)
         if not layers:
             return
-        c = self.cfg
         if self.codecs:
-            self.ratio = ratio_schedule(c.comp_schedule, step, c.epochs, c.comp_max, c.comp_min,
-                                        c.comp_slope, c.comp_ratio)
+            self.ratio = self.comp.ratio(step, self.epochs)
         blocks = []
         for l in layers:
             rows = self.latest[l].index_select(0, self.plan.send_flat)

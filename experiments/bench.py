@@ -107,17 +107,17 @@ def ours_step_fn(dataset: str, data_root=None, hidden=256, layers=3, dropout=0.5
     import torch
 
     from digest import cache, comm, metrics, perf
-    from digest.cli import _import_methods
+    from digest.cli import import_methods
     from digest.config import TrainConfig
     from digest.trainer import Trainer
 
-    _import_methods()
-    cfg = TrainConfig(dataset=dataset, data_root=data_root, method=method, workers=1,
+    import_methods()
+    cfg = TrainConfig.of(dataset=dataset, data_root=data_root, method=method, workers=1,
                       hidden=hidden, layers=layers, dropout=dropout, progress=False)
-    rt = comm.setup(cfg.timeout, "cpu")
+    rt = comm.setup(cfg.runtime.timeout, "cpu")
     torch.set_num_threads(max(1, metrics.available_cores() // rt.local_world_size))
     perf.tune_allocator()
-    part_dir = cache.prepare_partition(dataset, 1, cfg.partitioner, cfg.seed, data_root, cfg.sparse)
+    part_dir = cache.prepare_partition(dataset, 1, cfg.data.partitioner, cfg.seed, data_root, cfg.data.sparse)
     trainer = Trainer(cfg, rt, cache.load_part(part_dir, 0))
     return trainer.step
 

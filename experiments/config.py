@@ -6,7 +6,6 @@ canonical JSON) and a stable directory ``<root>/<dataset>/<label>_w<M>_s<seed>``
 """
 from __future__ import annotations
 
-import dataclasses
 import hashlib
 import json
 import re
@@ -15,10 +14,7 @@ from pathlib import Path
 
 import yaml
 
-from digest.config import TrainConfig
-
 CONFIGS = Path(__file__).resolve().parent / "configs"
-TRAIN_FLAGS = {f.name for f in dataclasses.fields(TrainConfig)}
 RESERVED = {"out", "resume", "progress"}  # set by the runner, never part of a config
 
 
@@ -98,7 +94,10 @@ def to_argv(flags: dict) -> list[str]:
 
 
 def _check_flags(flags: dict, where: str) -> None:
-    bad = sorted((set(flags) - TRAIN_FLAGS) | (set(flags) & RESERVED))
+    from digest.cli import import_methods
+    from digest.flags import all_flags
+    import_methods()  # every method's options are flags too
+    bad = sorted((set(flags) - all_flags()) | (set(flags) & RESERVED))
     if bad:
         raise ValueError(f"{where}: not a `digest train` flag here: {', '.join(bad)}")
 

@@ -12,6 +12,10 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 SHARED_DATASETS = ROOT.parent / "shared" / "datasets"
 
+from digest.cli import import_methods  # noqa: E402  (every method, so TrainConfig.of knows them)
+
+import_methods()
+
 
 @pytest.fixture
 def data_root(tmp_path, monkeypatch):

@@ -2,7 +2,6 @@
 elastic launcher as ``python -m digest train --workers M``)."""
 from __future__ import annotations
 
-import dataclasses
 from pathlib import Path
 
 from digest.config import TrainConfig
@@ -13,11 +12,11 @@ def _body(fn, cfg_dict, part_dir, extra):
     import torch
 
     from digest import cache, comm
-    from digest.cli import _import_methods
+    from digest.cli import import_methods
 
-    _import_methods()
-    cfg = TrainConfig(**cfg_dict)
-    rt = comm.setup(cfg.timeout, "cpu")
+    import_methods()
+    cfg = TrainConfig.of(**cfg_dict)
+    rt = comm.setup(cfg.runtime.timeout, "cpu")
     torch.set_num_threads(1)
     try:
         part = cache.load_part(Path(part_dir), rt.rank)
@@ -29,7 +28,7 @@ def _body(fn, cfg_dict, part_dir, extra):
 def run_workers(fn, cfg: TrainConfig, part_dir, world: int, **extra) -> list:
     """``fn(cfg, runtime, part, **extra)`` on every rank; returns the results by rank.
     ``fn`` must be importable (a module-level function), since workers are spawned."""
-    args = (fn, dataclasses.asdict(cfg), str(part_dir), extra)
+    args = (fn, cfg.flat(), str(part_dir), extra)
     if world == 1:
         return [_body(*args)]
     results = launch_all(_body, args, world)

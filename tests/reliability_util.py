@@ -14,7 +14,9 @@ from pathlib import Path
 import psutil
 
 ROOT = Path(__file__).resolve().parents[1]
-FAULTS = ("DIGEST_TEST_KILL_RANK", "DIGEST_TEST_KILL_EPOCH", "DIGEST_TEST_RAISE_RANK")
+FAULTS = ("DIGEST_TEST_KILL_RANK", "DIGEST_TEST_KILL_EPOCH", "DIGEST_TEST_RAISE_RANK",
+          "DIGEST_EPOCH_HOOK")
+HOOK = f"{ROOT / 'tests' / 'faults.py'}:inject"  # the trainer's epoch hook that injects them
 
 
 @dataclass
@@ -50,6 +52,8 @@ def cli(args, data_root, cwd, env: dict | None = None, timeout: float = 180,
     sends it (``seconds`` then counts from the interrupt)."""
     full = {k: v for k, v in os.environ.items() if k not in FAULTS and k != "DIGEST_DEBUG"}
     full.update(DIGEST_DATA=str(data_root), PYTHONPATH=str(ROOT), **(env or {}))
+    if set(env or ()) & set(FAULTS):
+        full["DIGEST_EPOCH_HOOK"] = HOOK
     # the one warning pytest.ini also ignores (torch's, from digest/models/base.py's CSR tensors)
     full["PYTHONWARNINGS"] = "ignore:Sparse invariant checks are implicitly disabled:UserWarning"
     cwd = Path(cwd)

@@ -1,6 +1,7 @@
-"""DIGEST-A (digest/asynchronous.py): the server's bookkeeping and budget, the rows per server
-epoch, M = 1 equivalence with synchronous DIGEST, real asynchronous runs over
-torch.distributed.rpc with a 10x slower worker; and --slow-workers under the synchronous loop."""
+"""DIGEST-A (digest/asynchronous.py): the server's bookkeeping and budget, M = 1 equivalence
+with synchronous DIGEST, real asynchronous runs over torch.distributed.rpc with a 10x slower
+worker; and --slow-workers under the synchronous loop. (Its rows per server epoch:
+test_records.py.)"""
 from __future__ import annotations
 
 import csv
@@ -10,7 +11,7 @@ import time
 import pytest
 import torch
 
-from digest.asynchronous import AsyncTrainer, _async_summary, _merge, snapshot_epochs
+from digest.asynchronous import AsyncTrainer, snapshot_epochs
 from digest.cache import prepare_partition
 from digest.config import TrainConfig
 from digest.launch import WorkerFailed
@@ -34,11 +35,11 @@ def test_parse_slow_workers():
 def test_slow_workers_are_checked_with_the_other_flags(monkeypatch):
     from digest.config import validate
     monkeypatch.delenv("WORLD_SIZE", raising=False)
-    validate(TrainConfig(workers=4, slow_workers="3:3"))
+    validate(TrainConfig.of(workers=4, slow_workers="3:3"))
     for bad, why in [("3:3", "rank 3 is outside 0..1"), ("1:x", "is not RANK:FACTOR"),
                      ("1:0.5", "must be >= 1")]:
         with pytest.raises(ValueError, match=why):
-            validate(TrainConfig(workers=2, slow_workers=bad))
+            validate(TrainConfig.of(workers=2, slow_workers=bad))
 
 
 def test_snapshot_epochs_keep_the_last_and_are_capped():
@@ -56,45 +57,6 @@ def test_straggler_sleeps_factor_minus_one_times_compute():
     assert time.perf_counter() - t0 >= 0.04
 
 
-def _step(version, loss, t_end, time_=0.1, comm_=0.02, bytes_=100, slept=0.0):
-    return {"time": time_, "loss": loss, "comm_time": comm_, "bytes_params": bytes_,
-            "bytes_store": 0, "bytes_total": bytes_, "messages": 2, "peak_mem_mb": 10.0,
-            "staleness_repr": 1.0, "staleness_repr_max": 2, "store_syncs": 0,
-            "staleness_param": version % 2, "param_version": version, "slept": slept,
-            "t_end": t_end}
-
-
-def test_rows_are_server_epochs_and_the_pace_is_per_worker():
-    """M = 2, budget 6 (3 server epochs): worker 0 (fast) applied versions 1, 2, 4, 5, worker 1
-    (3x slow) versions 3, 6; the rows are the server epochs, whoever supplied the gradients."""
-    w0 = [_step(v, loss, t) for v, loss, t in [(1, 1.0, 1), (2, 0.9, 2), (4, 0.8, 3), (5, 0.7, 4)]]
-    w1 = [_step(v, loss, t, slept=0.2) for v, loss, t in [(3, 2.0, 3), (6, 1.5, 6)]]
-    everyone = [{"rows": w0, "loop_time": 5.0, "discarded": 1, "factor": 1.0},
-                {"rows": w1, "loop_time": 6.0, "discarded": 0, "factor": 3.0}]
-    times = [1.0, 2.0, 3.0, 3.1, 4.0, 6.0]  # server clock of versions 1..6
-    evals = {2: {"val_acc": 0.5, "test_acc": 0.4, "server_wall_time": 3.1},
-             3: {"val_acc": 0.6, "test_acc": 0.55, "server_wall_time": 6.0}}
-    rows = _merge(everyone, evals, times, 2)
-    assert [r["epoch"] for r in rows] == [0, 1, 2]
-    assert [r["wall_time"] for r in rows] == [2.0, 3.1, 6.0]  # when version 2e was applied
-    assert [r["epoch_time"] for r in rows] == pytest.approx([2.0, 1.1, 2.9])
-    assert [(r["steps_w0"], r["steps_w1"]) for r in rows] == [(2, 0), (1, 1), (1, 1)]
-    assert [(r["steps_done_w0"], r["steps_done_w1"]) for r in rows] == [(2, 0), (3, 1), (4, 2)]
-    # latest loss of each worker (worker 1's first until it has one applied)
-    assert [r["train_loss"] for r in rows] == pytest.approx([0.9 + 2.0, 0.8 + 2.0, 0.7 + 1.5])
-    assert [r["bytes_total"] for r in rows] == [200, 200, 200] and rows[-1]["cum_bytes"] == 600
-    assert "val_acc" not in rows[0] and rows[1]["val_acc"] == 0.5 and rows[2]["test_acc"] == 0.55
-    assert rows[0]["slept_w1"] == 0 and rows[1]["slept_w1"] == pytest.approx(0.2)
-    assert rows[0]["compute_time_w1"] == 0 and rows[0]["compute_time_w0"] == pytest.approx(0.16)
-    s = _async_summary(everyone, rows)
-    assert s["steps_by_worker"] == [4, 2] and s["server_versions"] == 6
-    assert s["train_time_by_worker"] == [4, 6] and s["steps_per_s_by_worker"] == [1.0, 2 / 6]
-    assert s["steps_per_s_fast"] == 1.0 and s["steps_per_s_slow"] == pytest.approx(1 / 3)
-    assert s["train_wall_time"] == 6.0 and s["server_epochs_per_s"] == 0.5
-    assert s["discarded_by_worker"] == [1, 0] and s["staleness_repr_max"] == 2
-    assert s["staleness_param_max_by_worker"] == [1, 1]
-
-
 # -- real worker processes -------------------------------------------------------------------------
 def _graph():
     return make_synthetic(nodes=400, seed=1)
@@ -108,7 +70,7 @@ def losses_of(cfg, rt, part, method):
         with tempfile.TemporaryDirectory() as d:
             trainer.fit(Path(d), {})
             return [r["train_loss"] for r in trainer.rows], trainer.evaluate()
-    losses = [trainer.step(e) for e in range(cfg.epochs)]
+    losses = [trainer.step(e) for e in range(cfg.optim.epochs)]
     return losses, trainer.evaluate()
 
 
@@ -116,7 +78,7 @@ def test_one_worker_async_is_synchronous_digest(tmp_path):
     part_dir = prepare_partition("asy1", 1, "metis", 0, tmp_path, graph=_graph())
     out = {}
     for method in ("digest", "digest-async"):
-        cfg = TrainConfig(dataset="asy1", method=method, hidden=8, epochs=6, sync_interval=2,
+        cfg = TrainConfig.of(dataset="asy1", method=method, hidden=8, epochs=6, sync_interval=2,
                           progress=False, timeout=60)
         out[method] = run_workers(losses_of, cfg, part_dir, 1, method=method)[0]
     assert out["digest-async"][0] == pytest.approx(out["digest"][0], rel=1e-6)
@@ -137,7 +99,7 @@ def test_async_with_a_10x_slower_worker_finishes_and_the_fast_ones_run_ahead(tmp
     a busy CI box (CI once saw steps [211, 47, 42], while rank 0 still hosted the server)."""
     world, epochs = 3, 100
     part_dir = prepare_partition("asy3", world, "metis", 0, tmp_path, graph=_graph())
-    cfg = TrainConfig(dataset="asy3", method="digest-async", hidden=32, epochs=epochs,
+    cfg = TrainConfig.of(dataset="asy3", method="digest-async", hidden=32, epochs=epochs,
                       sync_interval=3, eval_every=5, slow_workers="1:10", progress=False,
                       timeout=60)  # a lost peer or a hang becomes an error within a minute
     t0 = time.perf_counter()
@@ -218,7 +180,7 @@ def test_a_rank_dying_mid_training_is_an_error_not_a_hang(tmp_path, fail_rank):
     were killed), so the others' rpc calls fail as a lost peer. Rank 1 dying: rank 0 trains on
     alone (the slow rank is the one that dies), then the launcher stops it."""
     part_dir = prepare_partition("asyf", 2, "metis", 0, tmp_path, graph=_graph())
-    cfg = TrainConfig(dataset="asyf", method="digest-async", hidden=8, epochs=200,
+    cfg = TrainConfig.of(dataset="asyf", method="digest-async", hidden=8, epochs=200,
                       sync_interval=2, slow_workers=f"{fail_rank}:2", progress=False, timeout=30)
     t0 = time.perf_counter()
     with pytest.raises(WorkerFailed, match=f"lost worker rank {fail_rank} "):
@@ -239,7 +201,7 @@ def test_a_slow_worker_slows_synchronous_training_and_its_sleep_is_in_epoch_time
     step, everyone waits for it, and the sleep is inside the step's (the slowest worker's) time."""
     world, epochs = 2, 8
     part_dir = prepare_partition("slow2", world, "metis", 0, tmp_path, graph=_graph())
-    cfg = TrainConfig(dataset="slow2", method="digest", hidden=16, epochs=epochs, sync_interval=3,
+    cfg = TrainConfig.of(dataset="slow2", method="digest", hidden=16, epochs=epochs, sync_interval=3,
                       eval_every=4, slow_workers="1:3", progress=False, timeout=60)
     summary = run_workers(fit_sync, cfg, part_dir, world, out_dir=str(tmp_path / "run"))[0]
     rows = list(csv.DictReader(open(tmp_path / "run" / "metrics.csv")))

@@ -9,7 +9,7 @@ import digest.cache as cache
 from digest.cache import (CacheError, cache_key, cache_root, load_book, load_manifest, load_part,
                           prepare_partition, save_parts, validate)
 from digest.graph import Graph, canonical_edges
-from digest.part import LocalPart, extract_part
+from digest.local_graph import LocalPart, extract_part
 from digest.partition import build_book, partition
 
 PART_OF = torch.tensor([0, 1, 0, 2, 1, 0, 2, 1, 2])

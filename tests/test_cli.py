@@ -133,7 +133,7 @@ def test_a_partition_without_training_nodes_still_takes_part(tmp_path):
     part_of = cache.load_book(part_dir).part_of
     g.train_mask[part_of == 1] = False  # part 1 keeps its nodes but none is a training node
     part_dir = cache.prepare_partition("no-train-1", 2, "metis", 0, tmp_path, graph=g)
-    cfg = TrainConfig(dataset="no-train-1", method="digest", hidden=8, epochs=4, sync_interval=2,
+    cfg = TrainConfig.of(dataset="no-train-1", method="digest", hidden=8, epochs=4, sync_interval=2,
                       progress=False, timeout=30)
     (n0, summary), (n1, _) = run_workers(fit_briefly, cfg, part_dir, 2, out_dir=tmp_path / "run")
     assert n0 > 0 and n1 == 0
@@ -153,6 +153,6 @@ def test_self_loops_duplicates_and_one_way_edges_are_normalised(tmp_path):
     m = torch.ones(6, dtype=torch.bool)
     g = validate(Graph("messy", torch.randn(6, 4), torch.tensor([0, 1, 0, 1, 0, 1]), ei, m, m, m, 2))
     part_dir = cache.prepare_partition("messy", 1, "metis", 0, tmp_path, graph=g)
-    cfg = TrainConfig(dataset="messy", hidden=4, epochs=3, progress=False)
+    cfg = TrainConfig.of(dataset="messy", hidden=4, epochs=3, progress=False)
     (_, summary), = run_workers(fit_briefly, cfg, part_dir, 1, out_dir=tmp_path / "run")
     assert summary["epochs"] == 3 and np.isfinite(summary["final"]["train_loss"])

@@ -171,7 +171,7 @@ def test_sparse_inputs_train_like_dense_inputs(tmp_path):
         for world in (1, 2):
             d = prepare_partition(f"fp-{name}", world, "metis", 0, tmp_path, graph=graph)
             for method in ("exact", "partition"):  # partition: the induced rows of the features
-                cfg = TrainConfig(hidden=12, layers=3, dropout=0.0, lr=0.01, method=method)
+                cfg = TrainConfig.of(hidden=12, layers=3, dropout=0.0, lr=0.01, method=method)
                 runs[name, world, method] = run_workers(_losses, cfg, d, world)[0]
     for key, losses in runs.items():
         ref = runs["dense", 1, "exact"] if key[2] == "exact" or key[1] == 1 else \

@@ -32,7 +32,7 @@ def test_exchange_delivers_halo_rows_and_gradients(tmp_path):
     graph = make_synthetic(nodes=200, classes=3, avg_degree=6, features=8, seed=5)
     part_dir = prepare_partition("halo", 3, "metis", 0, tmp_path, graph=graph)
     book = load_book(part_dir)
-    for m, (received, halo_ids, grad) in enumerate(run_workers(exchange_ids, TrainConfig(), part_dir, 3)):
+    for m, (received, halo_ids, grad) in enumerate(run_workers(exchange_ids, TrainConfig.of(), part_dir, 3)):
         assert torch.equal(received, halo_ids)
         # gradient of a boundary row = number of peers whose halo holds it
         times_sent = torch.zeros_like(grad)
@@ -46,7 +46,7 @@ def test_forward_halo_bytes_match_the_partition_book(tmp_path):
     graph = make_synthetic(nodes=300, classes=4, avg_degree=8, features=12, seed=2)
     part_dir = prepare_partition("bytes", 4, "metis", 0, tmp_path, graph=graph)
     halo_rows = sum(load_book(part_dir).stats["halo_sizes"])
-    cfg = TrainConfig(dataset="bytes", hidden=10, layers=3, dropout=0.0)
+    cfg = TrainConfig.of(dataset="bytes", hidden=10, layers=3, dropout=0.0)
     snaps = run_workers(one_epoch, cfg, part_dir, 4)
     fwd = sum(s["bytes_halo_fwd"] for s in snaps)
     bwd = sum(s["bytes_halo_bwd"] for s in snaps)

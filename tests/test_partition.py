@@ -3,7 +3,7 @@ import pytest
 import torch
 
 from digest.graph import Graph, canonical_edges
-from digest.part import extract_part
+from digest.local_graph import extract_part
 from digest.partition import PartitionError, assign_parts, build_book, partition, partition_stats
 from digest.synthetic import make_synthetic
 

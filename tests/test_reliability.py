@@ -14,16 +14,17 @@ import json
 import pytest
 
 from digest.cli import main
-from reliability_util import cli, leftovers, metrics_of
+from reliability_util import HOOK, cli, leftovers, metrics_of
 
 DATASET = "synthetic:nodes=300,avg_degree=5,features=16,classes=4,seed=1"
 EPOCHS, EVERY, FAULT_EPOCH = 10, 4, 6
 
 
 def train(method, workers, out, *extra):
+    store = ["--sync-interval", 3] if method.startswith("digest") else []
     return ["train", "--dataset", DATASET, "--method", method, "--workers", workers,
             "--hidden", 16, "--dropout", 0, "--epochs", EPOCHS, "--checkpoint-every", EVERY,
-            "--sync-interval", 3, "--timeout", 30, "--no-progress", "--out", out, *extra]
+            *store, "--timeout", 30, "--no-progress", "--out", out, *extra]
 
 
 def here(args, capsys) -> tuple[int, list[str]]:
@@ -81,6 +82,7 @@ def test_one_worker_exact_deterministic_and_resumes_after_a_failure(tmp_path, da
     expected = reference("exact", 1, ref, data, tmp_path, capsys, subprocess=True)
     rc, err = here(train("exact", 1, tmp_path / "again"), capsys)  # the same command again
     assert rc == 0 and metrics_of(tmp_path / "again" / "metrics.csv") == expected
+    monkeypatch.setenv("DIGEST_EPOCH_HOOK", HOOK)
     monkeypatch.setenv("DIGEST_TEST_RAISE_RANK", "0")
     monkeypatch.setenv("DIGEST_TEST_KILL_EPOCH", str(FAULT_EPOCH))
     rc, err = here(train("exact", 1, run), capsys)

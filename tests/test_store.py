@@ -20,7 +20,7 @@ def record(cfg, rt, part):
     before the step, and the store bytes of the step."""
     trainer = Trainer(cfg, rt, part)
     steps = []
-    for t in range(cfg.epochs):
+    for t in range(cfg.optim.epochs):
         params = {k: v.clone() for k, v in trainer.model.state_dict().items()}
         comm.traffic.reset()
         loss = trainer.step(t)
@@ -39,7 +39,7 @@ def _graph():
 def test_interval_one_uses_the_owners_rows_of_the_previous_step(tmp_path):
     graph = _graph()
     part_dir = prepare_partition("store", 3, "metis", 0, tmp_path, graph=graph)
-    cfg = TrainConfig(dataset="store", method="digest", sync_interval=1, hidden=8, layers=3,
+    cfg = TrainConfig.of(dataset="store", method="digest", sync_interval=1, hidden=8, layers=3,
                       dropout=0.0, epochs=STEPS)
     ranks = run_workers(record, cfg, part_dir, 3)
     computed = {}  # (step, layer) -> global rows computed by their owners
@@ -68,7 +68,7 @@ def test_step_zero_is_exact(tmp_path):
     part_dir = prepare_partition("store", 3, "metis", 0, tmp_path, graph=graph)
     losses = {}
     for method in ("exact", "digest"):
-        cfg = TrainConfig(dataset="store", method=method, hidden=8, layers=3, dropout=0.0, epochs=1)
+        cfg = TrainConfig.of(dataset="store", method=method, hidden=8, layers=3, dropout=0.0, epochs=1)
         losses[method] = sum(r[2][0]["loss"] for r in run_workers(record_loss, cfg, part_dir, 3))
     assert abs(losses["exact"] - losses["digest"]) < 1e-6
 
@@ -82,7 +82,7 @@ def test_sync_schedule_and_store_bytes(tmp_path):
     graph = _graph()
     part_dir = prepare_partition("store", 4, "metis", 0, tmp_path, graph=graph)
     halo_rows = sum(load_book(part_dir).stats["halo_sizes"])  # = rows pushed, over all workers
-    cfg = TrainConfig(dataset="store", method="digest", sync_interval=10, hidden=6, layers=3,
+    cfg = TrainConfig.of(dataset="store", method="digest", sync_interval=10, hidden=6, layers=3,
                       dropout=0.5, epochs=31)
     ranks = run_workers(record, cfg, part_dir, 4)
     per_step = [sum(r[2][t]["store_bytes"] for r in ranks) for t in range(31)]

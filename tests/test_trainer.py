@@ -24,7 +24,7 @@ def train_models(cfg, rt, part, models):
     """Every model for EPOCHS steps; returns {model: (global losses, final parameters)}."""
     out = {}
     for name in models:
-        cfg.model = name
+        cfg.model.model = name
         trainer = Trainer(cfg, rt, part)
         losses = torch.tensor([trainer.step(e) for e in range(EPOCHS)], dtype=torch.float64)
         comm.all_reduce_(losses, category=None)
@@ -35,12 +35,12 @@ def train_models(cfg, rt, part, models):
 def reference(graph, cfg, name):
     """Plain single-process full-graph PyG training from the same initial weights."""
     torch.manual_seed(cfg.seed)
-    ours = MODELS[name](graph.num_features, cfg.hidden, graph.num_classes, cfg.layers, 0.0)
+    ours = MODELS[name](graph.num_features, cfg.model.hidden, graph.num_classes, cfg.model.layers, 0.0)
     dims = ours.widths
     convs = torch.nn.ModuleList(REFERENCE[name](i, o) for i, o in zip(dims[:-1], dims[1:]))
     for conv, mine in zip(convs, ours.convs):
         conv.load_state_dict(mine.state_dict())
-    opt = torch.optim.Adam(convs.parameters(), lr=cfg.lr)
+    opt = torch.optim.Adam(convs.parameters(), lr=cfg.optim.lr)
     losses = []
     for _ in range(EPOCHS):
         opt.zero_grad()
@@ -62,7 +62,7 @@ def graph():
 
 def test_exact_equals_single_process_pyg(graph, tmp_path_factory):
     root = tmp_path_factory.mktemp("data")
-    cfg = TrainConfig(dataset="exactness", hidden=16, layers=3, dropout=0.0, lr=0.01, epochs=EPOCHS)
+    cfg = TrainConfig.of(dataset="exactness", hidden=16, layers=3, dropout=0.0, lr=0.01, epochs=EPOCHS)
     models = ["gcn", "sage", "gat"]
     runs = {}
     for world in (1, 2, 4):

@@ -5,24 +5,23 @@ test below checks one property of the recorded per-epoch losses, bytes and metho
 """
 from __future__ import annotations
 
-import dataclasses
-
 import pytest
 import torch
 
 from digest import comm
 from digest.cache import load_book, prepare_partition
-from digest.config import TrainConfig
+from digest.config import TrainConfig, validate
 from digest.synthetic import make_synthetic
 from digest.trainer import Trainer
 from distributed import run_workers
 
 H = 16  # hidden width = F of every exchanged layer
-BASE = TrainConfig(dataset="varco", hidden=H, layers=3, dropout=0.0, epochs=20, progress=False)
+BASE = TrainConfig.of(dataset="varco", hidden=H, layers=3, dropout=0.0, epochs=20, progress=False)
 RUNS = {
     "exact": dict(method="exact"),
     "varco_r1": dict(method="varco", comp_schedule="none"),
-    "varco_learned_r1": dict(method="varco", compressor="learned", comp_schedule="fixed"),
+    "varco_learned_r1": dict(method="varco", compressor="learned", comp_schedule="fixed",
+                             comp_ratio=1.0),
     "varco_r4": dict(method="varco", comp_schedule="fixed", comp_ratio=4.0, epochs=2),
     "varco_r4_all": dict(method="varco", comp_schedule="fixed", comp_ratio=4.0, comp_layers="1,2",
                          epochs=2),
@@ -47,12 +46,14 @@ def train_all(cfg, rt, part, runs):
     out = {}
     for name, over in runs.items():
         try:
-            trainer = Trainer(dataclasses.replace(cfg, **over), rt, part)
+            run_cfg = cfg.replace(**over)
+            validate(run_cfg)
+            trainer = Trainer(run_cfg, rt, part)
         except ValueError as e:
             out[name] = str(e)
             continue
         rows = []
-        for epoch in range(trainer.cfg.epochs):
+        for epoch in range(trainer.cfg.optim.epochs):
             comm.traffic.reset()
             loss = trainer.step(epoch)
             rows.append({"loss": loss, **comm.traffic.snapshot(), **trainer.policy.state()})

@@ -8,7 +8,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from ..part import LocalPart
+from ..local_graph import LocalPart
 
 
 @dataclass

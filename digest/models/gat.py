@@ -4,7 +4,7 @@ from __future__ import annotations
 import torch
 from torch_geometric.nn import GATConv
 
-from ..part import LocalPart
+from ..local_graph import LocalPart
 from .base import GNN, GraphView, local_edges
 
 

@@ -5,7 +5,7 @@ import torch
 import torch.nn.functional as F
 from torch_geometric.nn import GCNConv
 
-from ..part import LocalPart
+from ..local_graph import LocalPart
 from .base import (GNN, DroppedRows, GraphView, SparseFeatures, csr, csr32, local_edges,
                    sparse_linear, spmm)
 

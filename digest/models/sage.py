@@ -5,7 +5,7 @@ from __future__ import annotations
 import torch
 from torch_geometric.nn import SAGEConv
 
-from ..part import LocalPart
+from ..local_graph import LocalPart
 from .base import GNN, GraphView, csr, local_edges
 
 

@@ -2,7 +2,7 @@
 import torch
 
 from digest.graph import Graph, canonical_edges, degree
-from digest.part import extract_part
+from digest.local_graph import extract_part
 from digest.partition import build_book
 
 # Same toy graph as test_partition.py: 9 nodes, 12 undirected edges, owners interleaved.
@@ -34,7 +34,6 @@ def test_part0_exact():
     assert p.deg.tolist() == [2, 3, 3, 3, 3, 3]
     assert [s.tolist() for s in p.send_idx] == [[], [0, 2], [1, 2]]
     assert p.recv_counts == [0, 2, 1]
-    assert p.boundary.tolist() == [0, 1, 2]
     assert p.y.tolist() == [2, 0, 0]
     assert p.train_mask.tolist() == [True, False, True]
     assert p.val_mask.tolist() == [False, True, False]

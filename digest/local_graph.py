@@ -50,12 +50,6 @@ class LocalPart:
     num_test_global: int
     meta: dict = field(default_factory=dict)
 
-    @property
-    def boundary(self) -> Tensor:
-        """Positions (in inner rows) of this part's boundary nodes."""
-        parts = [s for s in self.send_idx if s.numel()]
-        return torch.unique(torch.cat(parts)) if parts else torch.empty(0, dtype=torch.long)
-
 
 def _rows(x: Tensor, ids: Tensor) -> Tensor:
     return x.index_select(0, ids).coalesce() if x.is_sparse else x[ids]

@@ -1,0 +1,22 @@
+"""Fault injection for the reliability tests, as an epoch hook of the trainer:
+``DIGEST_EPOCH_HOOK=tests/faults.py:inject`` (reliability_util.HOOK) makes every worker call
+``inject(epoch, rank)`` at the start of each step, which is inert unless these are set:
+DIGEST_TEST_KILL_EPOCH=e and DIGEST_TEST_KILL_RANK=r (SIGKILL rank r at the start of epoch e,
+while its peers enter the epoch's collectives; r=group: rank 0 SIGKILLs its process group,
+launcher included) or DIGEST_TEST_RAISE_RANK=r (rank r raises there)."""
+from __future__ import annotations
+
+import os
+import signal
+
+
+def inject(epoch: int, rank: int) -> None:
+    env = os.environ
+    if env.get("DIGEST_TEST_KILL_EPOCH") != str(epoch):
+        return
+    if env.get("DIGEST_TEST_KILL_RANK") == str(rank):
+        os.kill(os.getpid(), signal.SIGKILL)
+    if env.get("DIGEST_TEST_KILL_RANK") == "group" and rank == 0:
+        os.killpg(0, signal.SIGKILL)
+    if env.get("DIGEST_TEST_RAISE_RANK") == str(rank):
+        raise RuntimeError(f"injected failure in rank {rank} at epoch {epoch}")
