@@ -1,5 +1,5 @@
 """Dropout on a hidden layer's rows, forward and backward: the float masks of
-``digest.models.base.dropout`` (16-bit random lanes compared straight into floats) against
+``digest.models.dropout.dropout`` (16-bit random lanes compared straight into floats) against
 ``torch.nn.functional.dropout`` (``bernoulli_``). Same shape as a Physics part's hidden rows.
 
     python -m pytest benchmarks/test_bench_dropout.py --benchmark-only --benchmark-group-by=param:shape
@@ -22,7 +22,7 @@ def _step(drop, x):
 @pytest.mark.parametrize("shape", SHAPES, ids=lambda s: f"{s[0]}x{s[1]}")
 @pytest.mark.parametrize("kind", ["lanes", "bernoulli"])
 def test_dropout_fwd_bwd(benchmark, shape, kind):
-    from digest.models.base import dropout
+    from digest.models.dropout import dropout
     from digest.perf import tune_allocator
     tune_allocator()  # as a worker runs (python -m digest train)
     torch.manual_seed(0)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -93,6 +94,28 @@ def execute(run: Run, directory: Path, launcher=launch) -> bool:
     write_json(directory / "run.json", {**record, "status": "complete" if ok else "failed",
                                         "returncode": rc, "seconds": time.perf_counter() - t0})
     return ok
+
+
+def cli_run(out: Path, dataset: str, method: str, workers: int, epochs: int, extra=()) -> dict:
+    """``python -m digest train`` as a user runs it; returns its summary and metrics rows."""
+    import pandas as pd
+    flags = ["--dataset", dataset, "--method", method, "--workers", str(workers), "--epochs",
+             str(epochs), "--eval-every", str(10 * epochs), *extra, "--no-progress"]
+    cmd = [sys.executable, "-m", "digest", "train", *flags, "--out", str(out)]
+    t0 = time.perf_counter()
+    proc = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True,
+                          env={**os.environ, "PYTHONPATH": str(REPO)})
+    if proc.returncode != 0:
+        raise RuntimeError(f"{' '.join(cmd[2:])} failed ({proc.returncode}): "
+                           f"{(proc.stderr.strip().splitlines() or [''])[-1]}")
+    summary = json.loads((out / "summary.json").read_text())
+    return {"summary": summary, "metrics": pd.read_csv(out / "metrics.csv"),
+            "wall_s": time.perf_counter() - t0,
+            "command": "python -m digest train " + " ".join(flags)}
+
+
+def root_flags(root) -> tuple:
+    return ("--data-root", str(root)) if root else ()
 
 
 def is_complete_summary(directory: Path) -> bool:

@@ -54,7 +54,7 @@ def cli(args, data_root, cwd, env: dict | None = None, timeout: float = 180,
     full.update(DIGEST_DATA=str(data_root), PYTHONPATH=str(ROOT), **(env or {}))
     if set(env or ()) & set(FAULTS):
         full["DIGEST_EPOCH_HOOK"] = HOOK
-    # the one warning pytest.ini also ignores (torch's, from digest/models/base.py's CSR tensors)
+    # the one warning pytest.ini also ignores (torch's, from digest/models/sparse.py's CSR tensors)
     full["PYTHONWARNINGS"] = "ignore:Sparse invariant checks are implicitly disabled:UserWarning"
     cwd = Path(cwd)
     cwd.mkdir(parents=True, exist_ok=True)

@@ -7,12 +7,12 @@ import numpy as np
 import pytest
 import torch
 
-import digest.data as data
+import digest.data.registry as registry
 from digest.data import (REGISTRY, DatasetError, data_root, list_datasets, load_dataset,
                          parse_spec, validate)
 from digest.graph import Graph
 
-SHARED = data.SHARED_DATASETS
+SHARED = registry.SHARED_DATASETS
 
 
 def needs(name):
@@ -23,7 +23,7 @@ def needs(name):
 @pytest.fixture
 def no_shared(tmp_path, monkeypatch):
     """Hide the shared mirror, so that missing files stay missing."""
-    monkeypatch.setattr(data, 'SHARED_DATASETS', tmp_path / 'no-shared')
+    monkeypatch.setattr(registry, 'SHARED_DATASETS', tmp_path / 'no-shared')
     return tmp_path / 'root'
 
 

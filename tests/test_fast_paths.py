@@ -9,8 +9,10 @@ from digest import comm, perf
 from digest.cache import prepare_partition
 from digest.config import TrainConfig
 from digest.models import GCN
-from digest.models.base import GraphView, SparseFeatures, dropout, keep_mask, sparse_linear, spmm
-from digest.models.base import float_keep_mask
+from digest.models.base import GraphView
+from digest.models.dropout import dropout, float_keep_mask, keep_mask
+from digest.models.features import SparseFeatures, sparse_linear
+from digest.models.sparse import spmm
 from digest.synthetic import make_synthetic
 from digest.trainer import Trainer
 from distributed import run_workers
@@ -186,7 +188,7 @@ def test_tune_allocator_is_idempotent():
 
 
 def test_dropped_rows_linear_matches_dropout_then_linear():
-    from digest.models.base import DroppedRows
+    from digest.models.dropout import DroppedRows
     torch.manual_seed(1)
     x = torch.randn(50, 12)
     rows = DroppedRows(x, 0.3)

@@ -6,8 +6,10 @@ import torch.nn.functional as F
 from torch_geometric.nn import GCNConv
 
 from ..local_graph import LocalPart
-from .base import (GNN, DroppedRows, GraphView, SparseFeatures, csr, csr32, local_edges,
-                   sparse_linear, spmm)
+from .base import GNN, GraphView, local_edges
+from .dropout import DroppedRows
+from .features import SparseFeatures, sparse_linear
+from .sparse import csr, csr32, spmm
 
 
 class GCN(GNN):

@@ -6,7 +6,8 @@ import torch
 from torch_geometric.nn import SAGEConv
 
 from ..local_graph import LocalPart
-from .base import GNN, GraphView, csr, local_edges
+from .base import GNN, GraphView, local_edges
+from .sparse import csr
 
 
 class SAGE(GNN):

@@ -1,0 +1,97 @@
+"""Integrity checks of a dataset: ``validate`` (dtypes, shapes, finite features, ids in range of a
+loaded ``Graph``), ``_suspect`` (which raw file fails an integrity read when a load fails), and the
+memory check made before anything is generated or loaded (``memory_estimate``, ``check_memory``)."""
+from __future__ import annotations
+
+import gzip
+import json
+import pickle
+import zipfile
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from ..graph import Graph
+from .registry import SIZES, DatasetError, DatasetInfo, parse_spec
+
+
+def memory_estimate(spec: str) -> int:
+    """Bytes a load of ``spec`` needs at its peak, roughly: dense float32 features, labels and
+    masks, plus 16 bytes per directed edge (two int64 ids) times 3 for the copies made while the
+    edges are symmetrised, deduplicated and partitioned. Raises DatasetError on a bad spec."""
+    info, opts = parse_spec(spec)
+    if info.kind == 'synthetic':
+        nodes = opts.get('nodes', 3000)
+        edges, feats = nodes * opts.get('avg_degree', 10.0), opts.get('features', 64)
+    else:
+        nodes, edges, feats = SIZES[info.name]
+    return int(nodes * (feats * 4 + 8 + 3) + edges * 16 * 3)
+
+
+def _human(n: float) -> str:
+    for unit in ('B', 'KiB', 'MiB', 'GiB', 'TiB', 'PiB'):
+        if n < 1024 or unit == 'PiB':
+            return f'{n:.1f} {unit}' if n < 10 else f'{n:.0f} {unit}'
+        n /= 1024
+
+
+def check_memory(spec: str) -> None:
+    """Refuse (DatasetError, one line with the estimate) a dataset this machine cannot hold, before
+    generating or loading anything."""
+    import psutil
+    need, have = memory_estimate(spec), psutil.virtual_memory().available
+    if need > have:
+        raise DatasetError(f'{str(spec).strip()} needs about {_human(need)} of memory, this machine '
+                           f'has {_human(have)} available')
+
+
+def _suspect(where: Path, info: DatasetInfo) -> str:
+    """Name the first raw file of ``info`` under ``where`` that fails an integrity read (zip CRC,
+    gzip stream, npy, json, pickle), or list them all when each reads."""
+    for f in info.files:
+        p = where / f
+        try:
+            if p.stat().st_size == 0:
+                return f
+            if p.suffix == '.npz':
+                with zipfile.ZipFile(p) as z:
+                    if z.testzip() is not None:
+                        return f
+            elif p.suffix == '.gz':
+                with gzip.open(p) as g:
+                    while g.read(1 << 24):
+                        pass
+            elif p.suffix == '.npy':
+                np.load(p, mmap_mode='r')
+            elif p.suffix == '.json':
+                json.loads(p.read_text())
+            elif info.kind == 'planetoid' and p.suffix != '.index':  # what PyG unpickles
+                pickle.loads(p.read_bytes(), encoding='latin1')
+        except Exception:  # noqa: BLE001 - any failure to read means this file is bad
+            return f
+    return f'one of {", ".join(info.files)}'
+
+
+def validate(graph: Graph) -> Graph:
+    """Reject non-float32 / NaN / inf features, out-of-range labels or edges, bad masks
+    (``DatasetError``, one line); returns ``graph`` unchanged.
+
+    Shapes: x ``[N, F]`` float32 (dense or sparse COO), y ``[N]`` int64 in ``[0, C)``,
+    edge_index ``[2, E]`` int64 in ``[0, N)``, train/val/test masks ``[N]`` bool."""
+    n, x, y, ei, name = graph.num_nodes, graph.x, graph.y, graph.edge_index, graph.name
+    if x.dim() != 2 or x.size(0) != n or x.dtype != torch.float32:
+        raise DatasetError(f'{name}: features must be float32 [N={n}, F], got {x.dtype} '
+                           f'{list(x.shape)}')
+    if not torch.isfinite(x.coalesce().values() if x.is_sparse else x).all():
+        raise DatasetError(f'{name}: features contain NaN or inf')
+    if y.dim() != 1 or y.dtype != torch.int64 or (
+            n and (int(y.min()) < 0 or int(y.max()) >= graph.num_classes)):
+        raise DatasetError(f'{name}: labels must be int64 [N] in [0, {graph.num_classes})')
+    if ei.dim() != 2 or ei.size(0) != 2 or ei.dtype != torch.int64 or (
+            ei.numel() and (int(ei.min()) < 0 or int(ei.max()) >= n)):
+        raise DatasetError(f'{name}: edge_index must be int64 [2, E] with ids in [0, {n})')
+    if any(m.dtype != torch.bool or m.shape != (n,)
+           for m in (graph.train_mask, graph.val_mask, graph.test_mask)):
+        raise DatasetError(f'{name}: masks must be bool [N={n}]')
+    return graph
