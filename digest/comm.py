@@ -35,6 +35,12 @@ class Traffic:
         self.messages = 0
         self.seconds = 0.0
 
+    def add(self, category: str, nbytes: int, messages: int) -> None:
+        """Count a transfer made outside these functions (the layer-0 halo features, which the
+        partition cache delivers in each worker's part file)."""
+        self.bytes[category] += int(nbytes)
+        self.messages += int(messages)
+
     def snapshot(self) -> dict:
         out = {f"bytes_{c}": int(self.bytes.get(c, 0)) for c in CATEGORIES}
         out["bytes_total"] = sum(out.values())

@@ -50,6 +50,18 @@ class LocalPart:
     num_test_global: int
     meta: dict = field(default_factory=dict)
 
+    def halo_input_bytes(self) -> int:
+        """Bytes of the halo rows' input features as the part file holds them (dense rows, or
+        a sparse block's stored values and indices): what fetching X[H_m] once moves."""
+        if not self.n_halo:
+            return 0
+        x = self.x
+        if x.is_sparse:  # COO: values + one int64 (row, col) pair per stored entry
+            x = x.coalesce()
+            halo = x.indices()[0] >= self.n_inner
+            return int(halo.sum()) * (x.values().element_size() + 2 * x.indices().element_size())
+        return self.n_halo * x.size(1) * x.element_size()
+
 
 def _rows(x: Tensor, ids: Tensor) -> Tensor:
     return x.index_select(0, ids).coalesce() if x.is_sparse else x[ids]

@@ -109,16 +109,16 @@ class StaleHalo(HaloPolicy):
 
     @torch.no_grad()
     def _fill(self, forward) -> None:
-        """Exact forward pass (no dropout) whose exchanged halo rows become the first store
-        (its inner rows are kept too: DIGEST-A seeds its server's store with them)."""
+        """Exact forward pass whose exchanged halo rows become the first store (its inner rows
+        are kept too: DIGEST-A seeds its server's store with them). It runs as every later
+        push's forward does, in training mode (dropout, batch-norm batch statistics), only
+        without a gradient or a parameter update, so the store never holds rows of another
+        kind than the ones that replace them."""
         def exact(layer, h_inner):
             self.latest[layer] = h_inner.detach()
             self.store[layer] = exchange(h_inner, self.plan, "store")
             return self.store[layer]
-        training = self.model.training
-        self.model.eval()
         forward(exact)
-        self.model.train(training)
 
     def state_dict(self):
         return {"store": self.store, "synced_at": self.synced_at, "syncs": self.syncs}

@@ -71,6 +71,10 @@ class Trainer:
         torch.manual_seed(cfg.seed * 1000 + rt.rank + 1)  # worker-local dropout masks
         self.rows: list[dict] = []
         self.start_epoch = 0
+        # layer 0: the halo's input features, fetched once (METHODS.md section 2), counted at
+        # step 0 as received (from every owner that has rows for this worker)
+        self.input_fetch = (0, 0) if self.policy.induced else (
+            part.halo_input_bytes(), sum(1 for c in part.recv_counts if c))
 
     def forward(self, halo):
         """The model on this worker's training inputs with halo policy ``halo(layer, h_inner)``."""
@@ -79,6 +83,8 @@ class Trainer:
     def step(self, epoch: int) -> float:
         """One full-graph step on this worker's partition; returns its loss contribution."""
         self.model.train()
+        if epoch == 0 and self.input_fetch[0]:
+            comm.traffic.add("halo_fwd", *self.input_fetch)
         self.policy.before_step(epoch, self.forward)
         self.opt.zero_grad(set_to_none=True)
         out = self.forward(self.policy.halo)

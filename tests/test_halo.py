@@ -21,11 +21,14 @@ def exchange_ids(cfg, rt, part):
     return halo.squeeze(1).long(), part.global_ids[part.n_inner:], ids.grad.squeeze(1)
 
 
-def one_epoch(cfg, rt, part):
+def two_epochs(cfg, rt, part):
     trainer = Trainer(cfg, rt, part)
-    comm.traffic.reset()
-    trainer.step(0)
-    return comm.traffic.snapshot()
+    snaps = []
+    for epoch in range(2):
+        comm.traffic.reset()
+        trainer.step(epoch)
+        snaps.append(comm.traffic.snapshot())
+    return snaps
 
 
 def test_exchange_delivers_halo_rows_and_gradients(tmp_path):
@@ -47,10 +50,13 @@ def test_forward_halo_bytes_match_the_partition_book(tmp_path):
     part_dir = prepare_partition("bytes", 4, "metis", 0, tmp_path, graph=graph)
     halo_rows = sum(load_book(part_dir).stats["halo_sizes"])
     cfg = TrainConfig.of(dataset="bytes", hidden=10, layers=3, dropout=0.0)
-    snaps = run_workers(one_epoch, cfg, part_dir, 4)
-    fwd = sum(s["bytes_halo_fwd"] for s in snaps)
-    bwd = sum(s["bytes_halo_bwd"] for s in snaps)
-    # layers 1 and 2 exchange hidden rows (width 10); layer 0's input features travel once, at start
-    assert fwd == halo_rows * (10 + 10) * 4
-    assert bwd == fwd
-    assert all(s["bytes_store"] == 0 for s in snaps)
+    ranks = run_workers(two_epochs, cfg, part_dir, 4)
+    for epoch in range(2):
+        snaps = [r[epoch] for r in ranks]
+        fwd = sum(s["bytes_halo_fwd"] for s in snaps)
+        bwd = sum(s["bytes_halo_bwd"] for s in snaps)
+        # layers 1 and 2 exchange hidden rows (width 10) both ways every step; layer 0's input
+        # features (12 float32 columns) are fetched once, counted in step 0 (METHODS.md section 2)
+        assert bwd == halo_rows * (10 + 10) * 4
+        assert fwd == bwd + (halo_rows * 12 * 4 if epoch == 0 else 0)
+        assert all(s["bytes_store"] == 0 for s in snaps)

@@ -93,3 +93,20 @@ def test_sync_schedule_and_store_bytes(tmp_path):
     ages = [ranks[0][2][t]["age"] for t in range(31)]
     assert ages[:12] == [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 1, 2]
     assert max(ages) <= 10
+
+
+def fill_modes(cfg, rt, part):
+    trainer = Trainer(cfg, rt, part)
+    trainer.model.train()
+    modes = []
+    trainer.policy._fill(lambda halo: modes.append(trainer.model.training) or trainer.forward(halo))
+    return modes, trainer.model.training
+
+
+def test_the_store_fill_runs_as_the_pushes_do(tmp_path):
+    """The rows that fill the store before step 0 come from a training-mode forward (dropout, batch
+    statistics) like every later push, not from an eval-mode one (issue 16, defect 3)."""
+    part_dir = prepare_partition("store", 2, "metis", 0, tmp_path, graph=_graph())
+    cfg = TrainConfig.of(dataset="store", method="digest", hidden=8, dropout=0.5, batch_norm=True)
+    for modes, after in run_workers(fill_modes, cfg, part_dir, 2):
+        assert modes == [True] and after is True
