@@ -173,6 +173,7 @@ class AsyncStaleHalo(StaleHalo):
         self.client = client
         self.owners = [p for p, c in enumerate(plan.recv_counts) if c and p != part.rank]
         self.tags = [0] * client.world  # owner's step count when it computed the rows held
+        self.seqs = [0] * client.world  # server's push number of the rows held (1 = the seed)
         self.pieces: list[Tensor] = []  # per owner: its rows of the halo, hidden layers side by side
         self.age_max = None
         self.started = False
@@ -186,6 +187,9 @@ class AsyncStaleHalo(StaleHalo):
                 full = torch.cat([self.store[l] for l in self._layers()], 1)
                 self.pieces = list(full.split(self.plan.recv_counts))
                 self.push(tag=0)
+                # the fill's rows ARE every owner's seed push (its push number 1, before the
+                # barrier): ask only for later ones
+                self.seqs = [1] * self.client.world
 
     def after_step(self, step):
         # age of the rows this step used, in their owners' steps, as of this step's gradient push
@@ -212,13 +216,13 @@ class AsyncStaleHalo(StaleHalo):
         self.client.push_rows(tag, send.cpu(), self.plan.send_counts)
 
     def pull(self) -> None:
-        got = self.client.pull_rows(self.tags)
+        got = self.client.pull_rows(self.seqs)
         dev = self.pieces[0].device if self.pieces else None
         changed = False
         for owner, item in enumerate(got):
             if item is not None and self.plan.recv_counts[owner]:
-                rows, tag = item
-                self.pieces[owner], self.tags[owner] = rows.to(dev), int(tag)
+                rows, tag, seq = item
+                self.pieces[owner], self.tags[owner], self.seqs[owner] = rows.to(dev), int(tag), int(seq)
                 changed = True
         if changed:
             layers = self._layers()
