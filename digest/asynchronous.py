@@ -42,7 +42,8 @@ applied so far; bytes / messages = those of the steps whose gradients were appli
 compute / comm time = the max over workers of their steps' totals in it; ``steps_w{r}`` = how
 many of the epoch's M gradients came from worker r, ``steps_done_w{r}`` its cumulative count; the
 evaluation columns = the server's parameters at the end of that epoch. summary.json keeps the
-per-worker pace: ``steps_by_worker`` (gradients applied), ``train_time_by_worker`` (its clock
+per-worker pace: ``steps_by_worker`` (gradients applied), ``grad_share_by_worker`` (the same as
+fractions of all applied gradients), ``train_time_by_worker`` (its clock
 until its last applied step ended), ``steps_per_s_by_worker``, ``steps_per_s_fast`` /
 ``steps_per_s_slow`` (means over the workers not slowed / slowed), and ``server_epochs_per_s``.
 
@@ -419,6 +420,9 @@ def _async_summary(everyone: list[dict], rows: list[dict]) -> dict:
         "server_versions": M * E,
         "server_epochs_per_s": E / wall if wall > 0 else None,
         "steps_by_worker": steps,
+        # each worker's share of the gradients the server applied (sum 1; a 3x straggler's is
+        # below 1 / M: the global budget lets the fast workers supply the rest)
+        "grad_share_by_worker": [n / max(1, sum(steps)) for n in steps],
         "discarded_by_worker": [w["discarded"] for w in everyone],
         "train_time_by_worker": busy,
         "loop_time_by_worker": [w["loop_time"] for w in everyone],

@@ -148,7 +148,10 @@ def straggler_section(st: pd.DataFrame) -> str:
     out = ["\n## 5. Stragglers: pace of the fast and the slow workers, accuracy, staleness\n\n",
            "A worker's epoch = one of its own steps. Synchronous methods: every worker takes every "
            "step (fast = slow = epochs / total training time; the slow worker's sleep is inside, "
-           "everyone waits for it). DIGEST-A: steps/s per worker = gradients the server applied / "
+           "everyone waits for it). Gradient share: each worker's fraction of the gradients "
+           "applied (synchronous: 1/M each; DIGEST-A: its applied gradients / all M x epochs, so "
+           "a straggler's share is below 1/M). "
+           "DIGEST-A: steps/s per worker = gradients the server applied / "
            "that worker's training time, mean over the fast (not slowed) and the slowed workers; "
            "its epochs/s are server epochs (M gradients applied). fast vs sync = fast steps/s over "
            "the synchronous `digest` run's with the same stragglers. Staleness: parameter version "
@@ -156,10 +159,12 @@ def straggler_section(st: pd.DataFrame) -> str:
     for dataset, part in _by_dataset(st):
         out.append(f"\n### {dataset}\n\n")
         out.append(md_table(
-            ["method", "M", "slow workers", "steps by worker", "fast steps/s", "slow steps/s",
+            ["method", "M", "slow workers", "steps by worker", "gradient share by worker",
+             "fast steps/s", "slow steps/s",
              "fast vs sync", "epochs/s", "total time s", "test at best val", "final test",
              "param staleness mean / max", "repr staleness mean / max"],
-            [[r.method, r.workers, r.slow_workers, r.steps_by_worker, cell(r.fast_steps_per_s, ".1f"),
+            [[r.method, r.workers, r.slow_workers, r.steps_by_worker, r.grad_share_by_worker,
+              cell(r.fast_steps_per_s, ".1f"),
               cell(r.slow_steps_per_s, ".1f"),
               _x(r.fast_vs_sync), cell(r.epochs_per_s, ".1f"),
               cell(r.total_time_s, ".2f"), cell(r.test_at_best_val, ".4f"), cell(r.final_test, ".4f"),

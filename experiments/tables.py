@@ -159,7 +159,9 @@ def straggler(loaded: Loaded) -> pd.DataFrame:
     / that worker's training time (summary.json), mean over the workers not slowed (fast) and the
     slowed ones (slow); its ``epochs/s`` counts server epochs (M gradients applied). Parameter
     staleness of a synchronous all-reduce is 0; representation staleness = age of the halo rows
-    used, in their owners' steps. ``fast vs sync`` = fast steps/s / those of the synchronous
+    used, in their owners' steps. ``grad_share_by_worker``: each worker's fraction of the gradients
+    applied (DIGEST-A: its applied steps / all; synchronous: 1/M each). ``fast vs sync`` = fast
+    steps/s / those of the synchronous
     ``digest`` run with the same stragglers, dataset, M and seed."""
     rows = []
     for r in loaded.records:
@@ -174,6 +176,7 @@ def straggler(loaded: Loaded) -> pd.DataFrame:
             "dataset": r.dataset, "method": r.label, "algorithm": r.method, "workers": r.workers,
             "seed": r.seed, "slow_workers": cfg.get("slow_workers") or "none",
             "steps_by_worker": "/".join(str(n) for n in s.get("steps_by_worker") or [epochs] * r.workers),
+            "grad_share_by_worker": "/".join(f"{x:.2f}" for x in _shares(s, epochs, r.workers)),
             "fast_steps_per_s": _get(s, "steps_per_s_fast", epochs / total),
             "slow_steps_per_s": _get(s, "steps_per_s_slow", epochs / total) if slowed else None,
             "epochs_per_s": epochs / total, "total_time_s": total,
@@ -192,6 +195,15 @@ def straggler(loaded: Loaded) -> pd.DataFrame:
     out["fast_vs_sync"] = [f / base[k] if k in base else float("nan") for k, f in zip(
         zip(out.dataset, out.workers, out.seed, out.slow_workers), out.fast_steps_per_s)]
     return out
+
+
+def _shares(summary: dict, epochs: int, workers: int) -> list:
+    """Each worker's share of the gradients applied: DIGEST-A's summary, else from its steps (a
+    synchronous method: every worker supplies one of the M gradients of every step)."""
+    if summary.get("grad_share_by_worker"):
+        return summary["grad_share_by_worker"]
+    steps = summary.get("steps_by_worker") or [epochs] * workers
+    return [n / max(1, sum(steps)) for n in steps]
 
 
 def has_stragglers(loaded: Loaded) -> bool:

@@ -184,7 +184,10 @@ def test_straggler_table_without_exact(tmp_path):
     assert len(built["time_to_accuracy"]) == 0
     assert tables.main(["--runs", str(root), "--out", str(tmp_path / "t")]) == 0
     md = (tmp_path / "t" / "tables.md").read_text()
-    assert "## 5. Stragglers" in md and "| async-slow | 4 | 3:3 | 5/5/5/1 | 20.0 | 7.0 | 6.00x" in md
+    assert st.loc["async-slow", "grad_share_by_worker"] == "0.31/0.31/0.31/0.06"  # from steps
+    assert st.loc["sync-slow", "grad_share_by_worker"] == "0.25/0.25/0.25/0.25"
+    assert "## 5. Stragglers" in md
+    assert "| async-slow | 4 | 3:3 | 5/5/5/1 | 0.31/0.31/0.31/0.06 | 20.0 | 7.0 | 6.00x" in md
     assert (tmp_path / "t" / "straggler.csv").exists()
 
 
