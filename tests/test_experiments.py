@@ -127,6 +127,17 @@ def test_plots_write_five_pngs(runs, tmp_path):
     assert len(list((tmp_path / "p").glob("toy_*.png"))) == 5
 
 
+def test_stale_error_plot_only_for_methods_that_record_it(runs, tmp_path):
+    d = write_run(runs, "digest-I2", 2, 0, [0.05] * 4, [0.5, 0.9, 0.95, 0.99], method="digest")
+    m = pd.read_csv(d / "metrics.csv")
+    m["stale_err_l1"] = [None, 0.2, None, 0.1]  # a sync every 2nd step
+    m["stale_err_l2"] = [None, 0.4, None, 0.3]
+    m.to_csv(d / "metrics.csv", index=False)
+    assert plots.main(["--runs", str(runs), "--out", str(tmp_path / "p")]) == 0
+    assert (tmp_path / "p" / "toy_stale_error.png").exists()
+    assert len(list((tmp_path / "p").glob("toy_*.png"))) == 6
+
+
 def test_runs_csv_has_each_runs_own_results(runs):
     idx = report.runs_index(load(runs)).set_index(["method", "workers", "seed"])
     part = idx.loc[("partition", 2, 1)]  # fixture: test 1.0 at its best val 0.99, 0.02 s epochs
