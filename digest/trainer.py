@@ -15,7 +15,7 @@ import torch
 import torch.nn.functional as F
 from tqdm import tqdm
 
-from . import checkpoint, comm, methods
+from . import checkpoint, comm, evaluation, methods
 from .config import TrainConfig
 from .halo import ExactHalo, HaloPlan
 from .metrics import best_validation, csv_text, atomic_write, peak_memory_mb, write_json
@@ -81,12 +81,11 @@ class Trainer:
     def evaluate(self) -> dict:
         """Exact full-graph inference: fresh halos, no dropout; accuracies over all workers."""
         self.model.eval()
+        totals = [self.part.num_train_global, self.part.num_val_global, self.part.num_test_global]
         with label("evaluate"):
             pred = self.model(self.x, self.eval_view, self.eval_halo.halo).argmax(-1)
-            hits = [float((pred[m] == self.y[m]).sum()) for m in self.masks]
-            hits = comm.all_reduce_(torch.tensor(hits, dtype=torch.float64), category=None)
-        totals = [self.part.num_train_global, self.part.num_val_global, self.part.num_test_global]
-        return {f"{s}_acc": float(h) / max(1, t) for s, h, t in zip(("train", "val", "test"), hits, totals)}
+            # hit counts over all workers; ogbn-*: ogb's Evaluator on the gathered predictions
+            return evaluation.accuracies(self.cfg.dataset, pred, self.y, self.masks, totals)
 
     def fit(self, out_dir: Path, summary_extra: dict) -> dict | None:
         cfg, rank, out_dir = self.cfg, self.rt.rank, Path(out_dir)
