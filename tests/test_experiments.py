@@ -77,6 +77,39 @@ def test_time_to_accuracy_speedup_and_not_reached(runs):
         assert part[col] == "not reached"
 
 
+def test_stricter_targets_and_the_evaluation_spacing(runs, tmp_path):
+    """Issue 16 item 5: 0.99 and 0.995 of exact's best val beside 0.98, and how often the runs
+    were evaluated (the granularity of every time to accuracy)."""
+    tta = tables.build(load(runs))["time_to_accuracy"]
+    assert tables.TARGETS == (0.98, 0.99, 0.995)
+    assert sorted(set(tta.target)) == [0.98, 0.99, 0.995]
+    digest = tta[tta.method == "digest"].set_index("target")
+    assert digest.loc[0.99, "time_s"] == pytest.approx(0.1)  # both seeds reach 0.99 at epoch 1
+    assert digest.loc[0.995, "time_s"] == "not reached" and digest.loc[0.995, "seeds_reached"] == "0/2"
+    assert (tta.eval_every == 1).all()
+    m = pd.DataFrame({"epoch": range(6), "val_acc": [None, 0.5, None, 0.7, None, 0.8]})
+    assert tables.eval_gap(m) == 2
+    assert tables.eval_gap(m.assign(val_acc=[None, None, None, 0.7, 0.8, 0.9])) == 4
+    assert tables.main(["--runs", str(runs), "--out", str(tmp_path / "t")]) == 0
+    csv = pd.read_csv(tmp_path / "t" / "time_to_accuracy.csv")
+    assert {"target", "eval_every"} <= set(csv.columns) and len(csv) == 4 * 3  # exact at M=1 and 2, 2 more at 2
+    md = (tmp_path / "t" / "tables.md").read_text()
+    assert "targets 0.98, 0.99 and 0.995 x exact's best val" in md
+    assert "| 0.995 | digest | 2 | 0.9950 | 0/2 | 1 | not reached |" in md
+    with pytest.raises(ValueError):
+        tables.parse_targets("0.98,1.5")
+
+
+def test_suites_with_time_to_accuracy_evaluate_every_epoch():
+    """A suite with an exact run has a time-to-accuracy table: its runs evaluate every epoch."""
+    from experiments.config import CONFIGS
+    for path in sorted(CONFIGS.glob("*.yaml")):
+        suite = load_suite(str(path))
+        if any(m.method == "exact" for m in suite.methods):
+            for run in expand(suite):
+                assert run.flags.get("eval_every", 1) == 1, (suite.name, run.name)
+
+
 def test_mean_std_over_seeds(runs):
     assert tables.mean_std([0.9, 1.0]) == "95.00 ± 7.07"
     assert tables.mean_std([0.9]) == "90.00"
