@@ -264,17 +264,21 @@ def main(argv=None) -> int:
     if not loaded.records:
         print(f"tables: no complete runs under {args.runs}", file=sys.stderr)
         return 1
-    tables = build(loaded, net, args.target)
-    out = Path(args.out)
+    command = os.environ.get("RUN_ALL_COMMAND") or "python -m experiments.tables " + " ".join(
+        sys.argv[1:] if argv is None else argv)
+    written = write(loaded, Path(args.out), net, args.target, command)
+    print(f"tables: {len(loaded.records)} runs -> {args.out}/" + ", ".join(written))
+    return 0
+
+
+def write(loaded: Loaded, out: Path, net: Network | None, targets, command: str) -> list[str]:
+    """Every table of ``loaded`` into ``out``: one CSV per table and tables.md; their names."""
+    tables = build(loaded, net, targets)
     out.mkdir(parents=True, exist_ok=True)
     for name, df in tables.items():
         df.to_csv(out / f"{name}.csv", index=False, float_format="%.6g")
-    command = os.environ.get("RUN_ALL_COMMAND") or "python -m experiments.tables " + " ".join(
-        sys.argv[1:] if argv is None else argv)
-    (out / "tables.md").write_text(report.markdown(loaded, tables, net, args.target, command))
-    print(f"tables: {len(loaded.records)} runs -> {out}/tables.md and "
-          + ", ".join(f"{n}.csv" for n in tables))
-    return 0
+    (out / "tables.md").write_text(report.markdown(loaded, tables, net, targets, command))
+    return ["tables.md", *(f"{name}.csv" for name in tables)]
 
 
 if __name__ == "__main__":
