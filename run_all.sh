@@ -9,6 +9,8 @@
 #   ./run_all.sh           the full suite (experiments/configs/full.yaml): every dataset found in the
 #                          data root, missing ones skipped with the reason printed (hours on 2 cores),
 #                          then the straggler suite
+#   ./run_all.sh --check [SUITE]   no training: recompute SUITE's committed tables (default repro)
+#                          from its committed run files and list every difference (exit 1 if any)
 #
 # Layout (quick never overwrites the committed full results):
 #   full:  runs in results/runs/<dataset>/<label>_w<M>_s<seed>/, tables in results/ (tables.md and
@@ -27,12 +29,16 @@ case "${1:-}" in
   --suite) suite="${2:?--suite needs a name from experiments/configs}"
            # repro is a subset of full: same runs, same place; any other suite gets its own folder
            case "$suite" in full|repro) ;; *) results="results/$suite" plots="plots/$suite" ;; esac ;;
+  --check) check="${2:-repro}" ;;
   "") ;;
-  -h|--help) sed -n '2,20p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
-  *) echo "usage: ./run_all.sh [--quick | --suite NAME]" >&2; exit 2 ;;
+  -h|--help) sed -n '2,23p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+  *) echo "usage: ./run_all.sh [--quick | --suite NAME | --check [SUITE]]" >&2; exit 2 ;;
 esac
 . scripts/env.sh
 set -uo pipefail
+if [ -n "${check:-}" ]; then
+  exec python -m experiments.recompute --suite "$check"
+fi
 network="${NETWORK:-10gbit,5us}"
 export RUN_ALL_COMMAND="./run_all.sh${*:+ $*}"
 start=$SECONDS

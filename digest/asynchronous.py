@@ -42,7 +42,8 @@ applied so far; bytes / messages = those of the steps whose gradients were appli
 compute / comm time = the max over workers of their steps' totals in it; ``steps_w{r}`` = how
 many of the epoch's M gradients came from worker r, ``steps_done_w{r}`` its cumulative count; the
 evaluation columns = the server's parameters at the end of that epoch. summary.json keeps the
-per-worker pace: ``steps_by_worker`` (gradients applied), ``train_time_by_worker`` (its clock
+per-worker pace: ``steps_by_worker`` (gradients applied), ``grad_share_by_worker`` (the same as
+fractions of all applied gradients), ``train_time_by_worker`` (its clock
 until its last applied step ended), ``steps_per_s_by_worker``, ``steps_per_s_fast`` /
 ``steps_per_s_slow`` (means over the workers not slowed / slowed), and ``server_epochs_per_s``.
 
@@ -167,6 +168,7 @@ class AsyncStaleHalo(StaleHalo):
         self.client = client
         self.owners = [p for p, c in enumerate(plan.recv_counts) if c and p != part.rank]
         self.tags = [0] * client.world  # owner's step count when it computed the rows held
+        self.seqs = [0] * client.world  # server's push number of the rows held (1 = the seed)
         self.pieces: list[Tensor] = []  # per owner: its rows of the halo, hidden layers side by side
         self.age_max = None
         self.started = False
@@ -180,6 +182,9 @@ class AsyncStaleHalo(StaleHalo):
                 full = torch.cat([self.store[l] for l in self._layers()], 1)
                 self.pieces = list(full.split(self.plan.recv_counts))
                 self.push(tag=0)
+                # the fill's rows ARE every owner's seed push (its push number 1, before the
+                # barrier): ask only for later ones
+                self.seqs = [1] * self.client.world
 
     def after_step(self, step):
         # age of the rows this step used, in their owners' steps, as of this step's gradient push
@@ -206,13 +211,13 @@ class AsyncStaleHalo(StaleHalo):
         self.client.push_rows(tag, send.cpu(), self.plan.send_counts)
 
     def pull(self) -> None:
-        got = self.client.pull_rows(self.tags)
+        got = self.client.pull_rows(self.seqs)
         dev = self.pieces[0].device if self.pieces else None
         changed = False
         for owner, item in enumerate(got):
             if item is not None and self.plan.recv_counts[owner]:
-                rows, tag = item
-                self.pieces[owner], self.tags[owner] = rows.to(dev), int(tag)
+                rows, tag, seq = item
+                self.pieces[owner], self.tags[owner], self.seqs[owner] = rows.to(dev), int(tag), int(seq)
                 changed = True
         if changed:
             layers = self._layers()

@@ -145,6 +145,9 @@ def async_summary(everyone: list[dict], rows: list[dict]) -> dict:
         "server_versions": M * E,
         "server_epochs_per_s": E / wall if wall > 0 else None,
         "steps_by_worker": steps,
+        # each worker's share of the gradients the server applied (sum 1; a 3x straggler's is
+        # below 1 / M: the global budget lets the fast workers supply the rest)
+        "grad_share_by_worker": [n / max(1, sum(steps)) for n in steps],
         "discarded_by_worker": [w["discarded"] for w in everyone],
         "train_time_by_worker": busy,
         "loop_time_by_worker": [w["loop_time"] for w in everyone],

@@ -32,8 +32,12 @@ NAME = "server"
 class ParameterServer:
     """Parameters + Adam + the representation store, behind one lock (rpc handlers are threads).
 
-    Store: ``(owner, dest) -> (rows [n, sum of hidden widths], tag)``; ``tag`` = the owner's
-    completed steps when its forward computed the rows. ``budget``: gradients to apply in all
+    Store: ``(owner, dest) -> (rows [n, sum of hidden widths], tag, seq)``; ``tag`` = the owner's
+    completed steps when its forward computed the rows (for the staleness reported), ``seq`` = the
+    number of the owner's push that brought them (1 = its start-up seed). A worker asks for blocks
+    by ``seq``, not by ``tag``: the seed and the push after step 0 both carry tag 0 (both computed
+    with 0 steps completed), so "tag greater than the one held" never served the latter, which is
+    the only refresh the halo gets between steps 0 and I with ``--sync-interval 1``. ``budget``: gradients to apply in all
     (M x epochs); once it is spent, a pushed gradient is dropped and the reply says done.
     ``lr``: per arrival (the trainer passes lr / M, asynchronous.py's docstring)."""
 
@@ -47,7 +51,8 @@ class ParameterServer:
         self.budget = budget
         self.times: list[float] = []  # times[v - 1] = wall s (since start_clock) of version v
         self.lock = threading.Lock()
-        self.blocks: dict[tuple[int, int], tuple[Tensor, int]] = {}
+        self.blocks: dict[tuple[int, int], tuple[Tensor, int, int]] = {}
+        self.pushes = [0] * world  # per owner: its row pushes so far (the seq of its latest)
         self.snapshot_versions = set(snapshot_versions)
         self.snapshots: dict[int, tuple[float, Tensor]] = {}  # version -> (wall s, flat params)
         self.t0 = time.perf_counter()
@@ -77,18 +82,20 @@ class ParameterServer:
     def push_rows(self, owner: int, tag: int, rows: Tensor, counts: list[int]) -> None:
         """Owner's boundary rows, in its send order (peer 0's block, peer 1's, ...)."""
         with self.lock:
+            self.pushes[owner] += 1
             for dest, block in enumerate(rows.split(counts)):
-                if counts[dest] and dest != owner:
-                    self.blocks[(owner, dest)] = (block.clone(), tag)  # compact, owned here
+                if counts[dest] and dest != owner:  # compact, owned here
+                    self.blocks[(owner, dest)] = (block.clone(), tag, self.pushes[owner])
 
     def pull_rows(self, dest: int, known: list[int]) -> list:
-        """Blocks for ``dest``'s halo, per owner: (rows, tag) if newer than ``known[owner]``, else
-        None (nothing new to send)."""
+        """Blocks for ``dest``'s halo, per owner: (rows, tag, seq) if the block's push ``seq`` is
+        greater than ``known[owner]`` (the seq of the block ``dest`` holds), else None (nothing
+        new to send)."""
         with self.lock:
             out = []
             for owner in range(self.world):
                 b = self.blocks.get((owner, dest))
-                out.append(b if b is not None and b[1] > known[owner] else None)
+                out.append(b if b is not None and b[2] > known[owner] else None)
             return out
 
     def snapshot(self, version: int) -> tuple[float, Tensor]:

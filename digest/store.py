@@ -49,6 +49,7 @@ class StaleHalo(HaloPolicy):
         self.synced_at = None  # the step whose forward computed the rows in the store
         self.age = None  # steps between that step and the one now using them
         self.syncs = 0
+        self.errors: dict[int, float] = {}  # layer -> relative error of the rows replaced (at a sync)
         # Store compression only when asked for: --compressor auto/none keeps the exact sync.
         # Layers: --comp-layers, default every stored layer 1..L-1.
         comp = cfg.options if isinstance(cfg.options, CompressionOptions) else None
@@ -72,12 +73,14 @@ class StaleHalo(HaloPolicy):
         return self.store[layer]  # a constant: no gradient is computed for these rows
 
     def after_step(self, step):
+        self.errors = {}
         if (step + 1) % self.interval == 0:
             self.sync(step)
             self.synced_at = step
 
     def state(self):
-        out = {"staleness_repr": self.age, "store_syncs": self.syncs}
+        out = {"staleness_repr": self.age, "store_syncs": self.syncs,
+               **{f"stale_err_l{l}": e for l, e in self.errors.items()}}
         if self.codecs:  # the ratio of the last sync (1 before the first)
             out["comp_ratio"] = self.ratio
         return out
@@ -104,8 +107,19 @@ class StaleHalo(HaloPolicy):
                                     self.plan.recv_counts, "store")
         for l, rows in zip(layers, recv.split([b.size(1) for b in blocks], 1)):
             F = self.widths[l]
-            self.store[l] = self.codecs[l].decode(rows, F, step) if rows.size(1) < F else rows
+            fresh = self.codecs[l].decode(rows, F, step) if rows.size(1) < F else rows
+            self.errors[l] = self.stale_error(self.store.get(l), fresh)
+            self.store[l] = fresh
         self.syncs += 1
+
+    @staticmethod
+    def stale_error(stale: Tensor | None, fresh: Tensor) -> float | None:
+        """Staleness as error (issue 16 item 11): ||stale - fresh|| / ||fresh|| (Frobenius, this
+        worker's halo rows of one layer), where ``stale`` = the rows the step before this sync
+        read and ``fresh`` = the owners' rows of that same step. None without rows (no halo)."""
+        if stale is None or fresh.numel() == 0:
+            return None
+        return float((stale - fresh).norm() / fresh.norm().clamp_min(1e-12))
 
     @torch.no_grad()
     def _fill(self, forward) -> None:

@@ -82,22 +82,35 @@ def render(doc: dict) -> str:
                   f"| peak memory per worker (GiB) | {e['peak_mem_mb_per_worker'] / 1024:.2f} | {d['peak_mem_mb_per_worker'] / 1024:.2f} |",
                   "", f"Commands: `{e['command']}`; `{d['command']}`.", ""]
         L += [f"- {sentence}" for sentence in _sentences(r)] + [""]
-        if r.get("history"):
+        # a run whose code no commit holds (commit not recorded, or uncommitted changes) is left
+        # out of the report: its numbers stay in performance.json, but nobody can rerun that code
+        history = [h for h in r.get("history") or [] if _traceable(h.get("git_commit"))]
+        dropped = len(r.get("history") or []) - len(history)
+        if history:
             L += ["Earlier runs of the same command on this machine (the table above is the latest; "
                   "the spread shows how much the other users' load moves these numbers):", "",
                   "| date | git commit | load at start | Photo | Physics | DIGEST bytes | DIGEST time | "
                   "modeled | modeled (CPU s) |", "| --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
-            for h in r["history"]:
+            for h in history:
                 L.append(f"| {h['date']} | {(h.get('git_commit') or '-')[:7]} | {h['load_start']} | {_fmt(h['photo'])} | "
                          f"{_fmt(h['physics'])} | {_fmt(h['digest_bytes'])} | "
                          f"{_fmt(h['digest_time'])} | {_fmt(h['digest_modeled'])} | "
                          f"{_fmt(h['digest_modeled_cpu'])} |")
             L.append("")
+        if dropped:
+            L += [f"{dropped} earlier run(s) are not shown: their code is in no commit (git commit "
+                  "not recorded, or a working tree with uncommitted changes); performance.json "
+                  "keeps their record.", ""]
     if doc.get("scale"):
         L += _render_scale(doc["scale"], "## Scale run: synthetic graph of ogbn-products size")
     for s in doc.get("scale_variants", {}).values():
         L += _render_scale(s, "## Scale run, the same size with community structure")
     return "\n".join(L)
+
+
+def _traceable(commit: str | None) -> bool:
+    """A git commit that holds the code that ran: recorded, and no uncommitted changes."""
+    return bool(commit) and not str(commit).endswith("-dirty")
 
 
 def _render_scale(s: dict, title: str) -> list[str]:

@@ -4,7 +4,9 @@
 
 <dataset>_val_vs_epoch.png, _val_vs_time.png, _val_vs_bytes.png (every method at the largest worker
 count, mean over seeds), _speedup_vs_workers.png (per-epoch speedup over exact; modeled dashed) and
-_bytes_per_epoch.png (stacked by category).
+_bytes_per_epoch.png (stacked by category); _stale_error.png when some method records its halo
+rows' staleness as error (``stale_err_l{l}`` columns: DIGEST's ||stale - fresh|| / ||fresh|| per
+layer at each store sync).
 """
 from __future__ import annotations
 
@@ -135,6 +137,39 @@ def bytes_plot(loaded: Loaded, dataset: str, out: Path, written: list) -> None:
     _save(fig, out / f"{dataset_slug(dataset)}_bytes_per_epoch.png", written)
 
 
+def stale_error_plot(loaded: Loaded, dataset: str, out: Path, written: list) -> None:
+    """Relative error of the stale halo rows each layer used, at each store sync, over training:
+    every method whose metrics have ``stale_err_l{l}`` columns, at the largest worker count among
+    them, mean over seeds (and over the workers, as metrics.csv holds it). Nothing without them."""
+    recs = [r for r in loaded.records if r.dataset == dataset
+            and any(c.startswith("stale_err_l") for c in r.metrics.columns)]
+    if not recs:
+        return
+    workers = max(r.workers for r in recs)
+    recs = [r for r in recs if r.workers == workers]
+    labels = [label for label in loaded.labels if any(r.label == label for r in recs)]
+    named, of = seed_labels(loaded, dataset, workers, labels)
+    fig, ax = plt.subplots(figsize=(7, 4.5))
+    styles = ["-", "--", ":", "-."]
+    for label in labels:
+        m = pd.concat([r.metrics for r in recs if r.label == label])
+        cols = sorted((c for c in m.columns if c.startswith("stale_err_l")),
+                      key=lambda c: int(c[len("stale_err_l"):]))
+        for i, col in enumerate(cols):
+            curve = m[["epoch", col]].dropna().groupby("epoch")[col].mean()
+            if len(curve):
+                ax.plot(curve.index, curve.to_numpy(), styles[i % len(styles)], marker=".",
+                        color=_color(loaded, label), lw=1.2, ms=3,
+                        label=f"{named[label]}, h^{col[len('stale_err_l'):]} halo rows")
+    ax.set_yscale("log")
+    ax.set_xlabel("epoch of the store sync")
+    ax.set_ylabel("||stale - fresh|| / ||fresh|| of the halo rows used")
+    ax.set_title(f"{dataset}: staleness as error at each store sync\nM={workers} workers, {of}")
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=7)
+    _save(fig, out / f"{dataset_slug(dataset)}_stale_error.png", written)
+
+
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(prog="python -m experiments.plots", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -155,6 +190,7 @@ def main(argv=None) -> int:
         convergence(loaded, dataset, out, written)
         speedup_plot(loaded, dataset, net, out, written)
         bytes_plot(loaded, dataset, out, written)
+        stale_error_plot(loaded, dataset, out, written)
     print(f"plots: {len(written)} PNGs -> {out}/")
     return 0
 

@@ -43,7 +43,13 @@ def _distinct(values) -> list:
     return list(seen.values())
 
 
-def header(loaded: Loaded, net: Network | None, target: float, command: str) -> str:
+def _targets(target) -> str:
+    """'0.98' or '0.98, 0.99 and 0.995' from one fraction or several."""
+    ts = [f"{t:g}" for t in ((target,) if isinstance(target, (int, float)) else target)]
+    return ts[0] if len(ts) == 1 else ", ".join(ts[:-1]) + " and " + ts[-1]
+
+
+def header(loaded: Loaded, net: Network | None, target, command: str) -> str:
     sums = [r.summary for r in loaded.records]
     lines = ["# Results", "", f"Command: `{command}`", ""]
     for m in _distinct({k: s.get("machine", {}).get(k) for k in ("host", "cpu", "cores", "ram_gib", "gpu")}
@@ -68,9 +74,11 @@ def header(loaded: Loaded, net: Network | None, target: float, command: str) -> 
     lines += ["", "Definitions (METHODS.md section 7): times are measured training time (evaluation "
               "excluded), the slowest worker per epoch; speedup over exact = exact's time / the "
               f"method's, same dataset and worker count M. Time to accuracy: first epoch whose "
-              f"validation accuracy >= {target:g} x exact's best validation accuracy (mean over "
-              "seeds, same dataset and M); a method that does not reach it in every seed reads "
-              "'not reached'."]
+              f"validation accuracy >= {_targets(target)} x exact's best validation accuracy (mean "
+              "over seeds, same dataset and M); a method that does not reach it in every seed "
+              "reads 'not reached'. It is only as fine as the evaluation: 'eval every' = the "
+              "largest spacing in epochs between two evaluations of the runs (a target reached "
+              "in between is reported at the next evaluation)."]
     if net:
         lines.append(f"Columns labelled \"{net.column}\" are MODELED, not measured: max over "
                      f"workers of measured compute time + bytes / bandwidth + messages x latency.")
@@ -82,7 +90,7 @@ def _by_dataset(df: pd.DataFrame):
         yield dataset, part
 
 
-def markdown(loaded: Loaded, tables: dict, net: Network | None, target: float, command: str) -> str:
+def markdown(loaded: Loaded, tables: dict, net: Network | None, target, command: str) -> str:
     out = [header(loaded, net, target, command)]
     acc = tables["accuracy"]
     seeds = sorted(set(acc["seeds"]))
@@ -115,21 +123,25 @@ def markdown(loaded: Loaded, tables: dict, net: Network | None, target: float, c
             out.append(f"\n### {dataset}: {title}\n\n")
             out.append(md_table(["method", *[h for w in ms for h in (f"M={w} ms", f"M={w} speedup")]], rows))
     tta = tables["time_to_accuracy"]
-    out.append(f"\n## 3. Time to accuracy (target {target:g} x exact's best val) and speedup over exact\n")
+    out.append(f"\n## 3. Time to accuracy (targets {_targets(target)} x exact's best val) and "
+               "speedup over exact\n")
     if tta.empty:
         out.append("\nNo exact run at the same dataset and M: no target, nothing to report.\n")
     for dataset, part in _by_dataset(tta):
         out.append(f"\n### {dataset}: measured\n\n")
-        out.append(md_table(["method", "M", "target val", "seeds reached", "epochs", "time s",
-                             "speedup", "MiB sent"],
-                            [[r.method, r.workers, cell(r.target_val, ".4f"), r.seeds_reached,
-                              cell(r.epochs, ".1f"), cell(r.time_s, ".2f"), _x(r.speedup_vs_exact),
-                              cell(r.MiB, ".2f")] for r in part.itertuples()]))
+        out.append(md_table(["target", "method", "M", "target val", "seeds reached", "eval every",
+                             "epochs", "time s", "speedup", "MiB sent"],
+                            [[f"{r.target:g}", r.method, r.workers, cell(r.target_val, ".4f"),
+                              r.seeds_reached, r.eval_every, cell(r.epochs, ".1f"),
+                              cell(r.time_s, ".2f"), _x(r.speedup_vs_exact), cell(r.MiB, ".2f")]
+                             for r in part.itertuples()]))
         if net:
             out.append(f"\n### {dataset}: {net.column} (not measured)\n\n")
-            out.append(md_table(["method", "M", f"{net.column} time s", f"{net.column} speedup"],
-                                [[m, w, cell(t, ".2f"), _x(s)] for m, w, t, s in zip(
-                                    part.method, part.workers, part[f"{net.column} time_s"],
+            out.append(md_table(["target", "method", "M", f"{net.column} time s",
+                                 f"{net.column} speedup"],
+                                [[f"{f:g}", m, w, cell(t, ".2f"), _x(s)] for f, m, w, t, s in zip(
+                                    part.target, part.method, part.workers,
+                                    part[f"{net.column} time_s"],
                                     part[f"{net.column} speedup_vs_exact"])]))
     b = tables["bytes"]
     cols = [c for c in b.columns if c.endswith("MiB")]
@@ -148,7 +160,10 @@ def straggler_section(st: pd.DataFrame) -> str:
     out = ["\n## 5. Stragglers: pace of the fast and the slow workers, accuracy, staleness\n\n",
            "A worker's epoch = one of its own steps. Synchronous methods: every worker takes every "
            "step (fast = slow = epochs / total training time; the slow worker's sleep is inside, "
-           "everyone waits for it). DIGEST-A: steps/s per worker = gradients the server applied / "
+           "everyone waits for it). Gradient share: each worker's fraction of the gradients "
+           "applied (synchronous: 1/M each; DIGEST-A: its applied gradients / all M x epochs, so "
+           "a straggler's share is below 1/M). "
+           "DIGEST-A: steps/s per worker = gradients the server applied / "
            "that worker's training time, mean over the fast (not slowed) and the slowed workers; "
            "its epochs/s are server epochs (M gradients applied). fast vs sync = fast steps/s over "
            "the synchronous `digest` run's with the same stragglers. Staleness: parameter version "
@@ -156,10 +171,12 @@ def straggler_section(st: pd.DataFrame) -> str:
     for dataset, part in _by_dataset(st):
         out.append(f"\n### {dataset}\n\n")
         out.append(md_table(
-            ["method", "M", "slow workers", "steps by worker", "fast steps/s", "slow steps/s",
+            ["method", "M", "slow workers", "steps by worker", "gradient share by worker",
+             "fast steps/s", "slow steps/s",
              "fast vs sync", "epochs/s", "total time s", "test at best val", "final test",
              "param staleness mean / max", "repr staleness mean / max"],
-            [[r.method, r.workers, r.slow_workers, r.steps_by_worker, cell(r.fast_steps_per_s, ".1f"),
+            [[r.method, r.workers, r.slow_workers, r.steps_by_worker, r.grad_share_by_worker,
+              cell(r.fast_steps_per_s, ".1f"),
               cell(r.slow_steps_per_s, ".1f"),
               _x(r.fast_vs_sync), cell(r.epochs_per_s, ".1f"),
               cell(r.total_time_s, ".2f"), cell(r.test_at_best_val, ".4f"), cell(r.final_test, ".4f"),

@@ -149,3 +149,20 @@ def test_every_sentence_of_the_committed_report_states_a_number():
         for fixed in ("because", "Adam is fused", "compute-bound", "too few to amortise",
                       "costs nothing measurable", "loopback copies"):
             assert fixed not in text, fixed
+
+
+def test_history_rows_whose_code_no_commit_holds_are_not_reported():
+    """Issue 16 item 7: a row without a commit (or with uncommitted changes) cannot be traced to
+    code anyone can rerun: the report leaves it out and says how many; the json keeps it."""
+    doc = json.loads((Path(__file__).resolve().parents[1] / "results" / "performance.json").read_text())
+    hist = [{**h} for h in doc["ratios"]["history"][:1]]
+    hist += [{**hist[0], "date": "no-commit", "git_commit": None},
+             {**hist[0], "date": "dirty", "git_commit": "d9990238864d2b16b7601bd4d6873035d8fa2bb5-dirty"},
+             {**hist[0], "date": "clean", "git_commit": "d9990238864d2b16b7601bd4d6873035d8fa2bb5"}]
+    text = perf_report.render({"ratios": {**doc["ratios"], "history": hist}})
+    rows = [line for line in text.splitlines() if line.startswith("| ") and " UTC |" in line
+            or line.startswith(("| no-commit", "| dirty", "| clean"))]
+    assert not any(r.startswith(("| no-commit", "| dirty")) for r in rows)
+    assert any(r.startswith("| clean | d999023 |") for r in rows)
+    assert "earlier run(s) are not shown: their code is in no commit" in text
+    assert not any(" | - | " in line for line in text.splitlines())

@@ -77,6 +77,39 @@ def test_time_to_accuracy_speedup_and_not_reached(runs):
         assert part[col] == "not reached"
 
 
+def test_stricter_targets_and_the_evaluation_spacing(runs, tmp_path):
+    """Issue 16 item 5: 0.99 and 0.995 of exact's best val beside 0.98, and how often the runs
+    were evaluated (the granularity of every time to accuracy)."""
+    tta = tables.build(load(runs))["time_to_accuracy"]
+    assert tables.TARGETS == (0.98, 0.99, 0.995)
+    assert sorted(set(tta.target)) == [0.98, 0.99, 0.995]
+    digest = tta[tta.method == "digest"].set_index("target")
+    assert digest.loc[0.99, "time_s"] == pytest.approx(0.1)  # both seeds reach 0.99 at epoch 1
+    assert digest.loc[0.995, "time_s"] == "not reached" and digest.loc[0.995, "seeds_reached"] == "0/2"
+    assert (tta.eval_every == 1).all()
+    m = pd.DataFrame({"epoch": range(6), "val_acc": [None, 0.5, None, 0.7, None, 0.8]})
+    assert tables.eval_gap(m) == 2
+    assert tables.eval_gap(m.assign(val_acc=[None, None, None, 0.7, 0.8, 0.9])) == 4
+    assert tables.main(["--runs", str(runs), "--out", str(tmp_path / "t")]) == 0
+    csv = pd.read_csv(tmp_path / "t" / "time_to_accuracy.csv")
+    assert {"target", "eval_every"} <= set(csv.columns) and len(csv) == 4 * 3  # exact at M=1 and 2, 2 more at 2
+    md = (tmp_path / "t" / "tables.md").read_text()
+    assert "targets 0.98, 0.99 and 0.995 x exact's best val" in md
+    assert "| 0.995 | digest | 2 | 0.9950 | 0/2 | 1 | not reached |" in md
+    with pytest.raises(ValueError):
+        tables.parse_targets("0.98,1.5")
+
+
+def test_suites_with_time_to_accuracy_evaluate_every_epoch():
+    """A suite with an exact run has a time-to-accuracy table: its runs evaluate every epoch."""
+    from experiments.config import CONFIGS
+    for path in sorted(CONFIGS.glob("*.yaml")):
+        suite = load_suite(str(path))
+        if any(m.method == "exact" for m in suite.methods):
+            for run in expand(suite):
+                assert run.flags.get("eval_every", 1) == 1, (suite.name, run.name)
+
+
 def test_mean_std_over_seeds(runs):
     assert tables.mean_std([0.9, 1.0]) == "95.00 ± 7.07"
     assert tables.mean_std([0.9]) == "90.00"
@@ -125,6 +158,17 @@ def test_modeled_columns_are_separate_and_labelled(runs):
 def test_plots_write_five_pngs(runs, tmp_path):
     assert plots.main(["--runs", str(runs), "--out", str(tmp_path / "p"), "--network", "10gbit,5us"]) == 0
     assert len(list((tmp_path / "p").glob("toy_*.png"))) == 5
+
+
+def test_stale_error_plot_only_for_methods_that_record_it(runs, tmp_path):
+    d = write_run(runs, "digest-I2", 2, 0, [0.05] * 4, [0.5, 0.9, 0.95, 0.99], method="digest")
+    m = pd.read_csv(d / "metrics.csv")
+    m["stale_err_l1"] = [None, 0.2, None, 0.1]  # a sync every 2nd step
+    m["stale_err_l2"] = [None, 0.4, None, 0.3]
+    m.to_csv(d / "metrics.csv", index=False)
+    assert plots.main(["--runs", str(runs), "--out", str(tmp_path / "p")]) == 0
+    assert (tmp_path / "p" / "toy_stale_error.png").exists()
+    assert len(list((tmp_path / "p").glob("toy_*.png"))) == 6
 
 
 def test_runs_csv_has_each_runs_own_results(runs):
@@ -184,7 +228,10 @@ def test_straggler_table_without_exact(tmp_path):
     assert len(built["time_to_accuracy"]) == 0
     assert tables.main(["--runs", str(root), "--out", str(tmp_path / "t")]) == 0
     md = (tmp_path / "t" / "tables.md").read_text()
-    assert "## 5. Stragglers" in md and "| async-slow | 4 | 3:3 | 5/5/5/1 | 20.0 | 7.0 | 6.00x" in md
+    assert st.loc["async-slow", "grad_share_by_worker"] == "0.31/0.31/0.31/0.06"  # from steps
+    assert st.loc["sync-slow", "grad_share_by_worker"] == "0.25/0.25/0.25/0.25"
+    assert "## 5. Stragglers" in md
+    assert "| async-slow | 4 | 3:3 | 5/5/5/1 | 0.31/0.31/0.31/0.06 | 20.0 | 7.0 | 6.00x" in md
     assert (tmp_path / "t" / "straggler.csv").exists()
 
 

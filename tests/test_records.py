@@ -52,6 +52,7 @@ def test_rows_are_server_epochs_and_the_pace_is_per_worker():
     assert rows[0]["compute_time_w1"] == 0 and rows[0]["compute_time_w0"] == pytest.approx(0.16)
     s = async_summary(everyone, rows)
     assert s["steps_by_worker"] == [4, 2] and s["server_versions"] == 6
+    assert s["grad_share_by_worker"] == pytest.approx([4 / 6, 2 / 6])
     assert s["train_time_by_worker"] == [4, 6] and s["steps_per_s_by_worker"] == [1.0, 2 / 6]
     assert s["steps_per_s_fast"] == 1.0 and s["steps_per_s_slow"] == pytest.approx(1 / 3)
     assert s["train_wall_time"] == 6.0 and s["server_epochs_per_s"] == 0.5

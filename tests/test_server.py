@@ -38,12 +38,19 @@ def test_server_counts_version_lag_and_serves_only_newer_blocks():
     assert flat is None and (v, steps, done) == (3, [2, 1], True)
     assert torch.equal(srv.params[0], before) and len(srv.times) == 3
     assert srv.times == sorted(srv.times)
-    # rows: owner 0 sends 2 rows to worker 1 (none to itself), tagged with its step count
+    # rows: owner 0 sends 2 rows to worker 1 (none to itself), tagged with its step count; a
+    # block is asked for by its push number (seq), which the server counts per owner
     srv.push_rows(0, 5, torch.arange(8.).view(2, 4), [0, 2])
     got = srv.pull_rows(1, known=[0, 0])
-    assert got[1] is None and got[0][1] == 5 and torch.equal(got[0][0], torch.arange(8.).view(2, 4))
-    assert srv.pull_rows(1, known=[5, 0]) == [None, None]  # nothing newer than what it holds
+    assert got[1] is None and got[0][1:] == (5, 1)
+    assert torch.equal(got[0][0], torch.arange(8.).view(2, 4))
+    assert srv.pull_rows(1, known=[1, 0]) == [None, None]  # nothing newer than what it holds
     assert srv.pull_rows(0, known=[0, 0]) == [None, None]
+    # the same tag pushed again (DIGEST-A's seed and its push after step 0 both carry tag 0:
+    # issue 16 item 2) is still a newer block
+    srv.push_rows(0, 5, torch.ones(2, 4), [0, 2])
+    got = srv.pull_rows(1, known=[1, 0])
+    assert got[0][1:] == (5, 2) and torch.equal(got[0][0], torch.ones(2, 4))
 
 
 def test_a_server_that_cannot_join_ends_the_run_with_one_line(capfd):

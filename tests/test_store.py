@@ -1,6 +1,7 @@
 """DIGEST's stale representation store (METHODS.md section 4) behaves as specified."""
 from __future__ import annotations
 
+import pytest
 import torch
 import torch.nn.functional as F
 from torch_geometric.nn import GCNConv
@@ -110,3 +111,62 @@ def test_the_store_fill_runs_as_the_pushes_do(tmp_path):
     cfg = TrainConfig.of(dataset="store", method="digest", hidden=8, dropout=0.5, batch_norm=True)
     for modes, after in run_workers(fill_modes, cfg, part_dir, 2):
         assert modes == [True] and after is True
+
+
+def record_errors(cfg, rt, part):
+    """Per step: the halo rows used, the inner rows computed and the policy's metric state."""
+    trainer = Trainer(cfg, rt, part)
+    steps = []
+    for t in range(cfg.optim.epochs):
+        trainer.step(t)
+        policy = trainer.policy
+        steps.append({"used": {l: v.clone() for l, v in policy.used.items()},
+                      "computed": {l: v.clone() for l, v in policy.latest.items()},
+                      "state": policy.state()})
+    return part.global_ids, part.n_inner, steps
+
+
+def test_stale_error_per_layer_at_each_sync(tmp_path):
+    """Issue 16 item 11: at every sync, each layer's ||stale - fresh|| / ||fresh|| over the halo
+    rows the step read (stale) and the owners' rows of that same step (fresh); None between."""
+    graph = _graph()
+    part_dir = prepare_partition("store", 2, "metis", 0, tmp_path, graph=graph)
+    cfg = TrainConfig.of(dataset="store", method="digest", sync_interval=3, hidden=8, layers=3,
+                      dropout=0.5, epochs=9)
+    ranks = run_workers(record_errors, cfg, part_dir, 2)
+    computed = {}  # (step, layer) -> every node's rows as computed by its owner in that step
+    for ids, n_inner, steps in ranks:
+        for t, s in enumerate(steps):
+            for l, rows in s["computed"].items():
+                full = computed.setdefault((t, l), torch.zeros(graph.num_nodes, rows.size(1)))
+                full[ids[:n_inner]] = rows
+    for ids, n_inner, steps in ranks:
+        for t, s in enumerate(steps):
+            if (t + 1) % 3:
+                assert not any(k.startswith("stale_err") for k in s["state"]), (t, s["state"])
+                continue
+            for l in (1, 2):
+                fresh = computed[(t, l)][ids[n_inner:]]
+                want = float((s["used"][l] - fresh).norm() / fresh.norm())
+                assert s["state"][f"stale_err_l{l}"] == pytest.approx(want, rel=1e-5), (t, l)
+                assert 0 < want < 10
+            if t + 1 < len(steps):  # and the fresh rows are what the next step reads
+                assert torch.equal(steps[t + 1]["used"][1], computed[(t, 1)][ids[n_inner:]])
+
+
+def fit(cfg, rt, part, out_dir):
+    from pathlib import Path
+    return Trainer(cfg, rt, part).fit(Path(out_dir), {})
+
+
+def test_stale_error_columns_in_metrics(tmp_path):
+    import pandas as pd
+    part_dir = prepare_partition("store", 2, "metis", 0, tmp_path, graph=_graph())
+    cfg = TrainConfig.of(dataset="store", method="digest", sync_interval=2, hidden=8, layers=3,
+                      epochs=6, progress=False)
+    run_workers(fit, cfg, part_dir, 2, out_dir=str(tmp_path / "run"))
+    m = pd.read_csv(tmp_path / "run" / "metrics.csv")
+    for col in ("stale_err_l1", "stale_err_l2"):
+        assert m[col].notna().tolist() == [False, True] * 3, m[col].tolist()  # syncs after 1, 3, 5
+        assert (m[col].dropna() > 0).all()
+    assert "stale_err_l3" not in m.columns  # the last layer's output is never exchanged

@@ -1,0 +1,132 @@
+"""Recompute a suite's committed tables from its committed run files, and check them:
+
+    python -m experiments.recompute --suite repro        # exit 1 on any difference
+    python -m experiments.recompute --suite repro --write  # rewrite the tables (and plots)
+    ./run_all.sh --check [SUITE]                          # the same check (default: repro)
+
+Every number in results/ must come from a committed file (issue 16 item 7): each suite run's
+summary.json, metrics.csv and run.json (its config hash) are committed under results/runs/ (or
+results/<suite>/runs/), and this command rebuilds tables.md and the CSVs from them exactly as
+run_all.sh does (same runs folder, same network, same command line in the header) into a
+temporary folder, then compares them with the committed ones line by line: one line per
+difference on stdout, exit status 1 if there is any. Plots are not compared (a PNG's bytes depend
+on the matplotlib build and its fonts); ``--write`` regenerates them with the tables.
+"""
+from __future__ import annotations
+
+import argparse
+import difflib
+import os
+import sys
+import tempfile
+from pathlib import Path
+
+from .config import load_suite
+from .costmodel import parse_network
+from .load import load
+
+REPO = Path(__file__).resolve().parents[1]
+NETWORK = "10gbit,5us"  # run_all.sh's default NETWORK
+TABLES = ("tables.md", "accuracy.csv", "epoch_time.csv", "time_to_accuracy.csv", "bytes.csv",
+          "runs.csv", "straggler.csv")  # every file experiments.tables may write
+
+
+def folders(suite_name: str) -> tuple[str, str, str]:
+    """(results folder, plots folder, the run_all.sh command) of a suite, as run_all.sh has them."""
+    if suite_name == "quick":
+        return "results/quick", "plots/quick", "./run_all.sh --quick"
+    if suite_name in ("full", "repro"):  # repro is a subset of full: same runs, same folders
+        return "results", "plots", "./run_all.sh" + ("" if suite_name == "full" else " --suite repro")
+    return f"results/{suite_name}", f"plots/{suite_name}", f"./run_all.sh --suite {suite_name}"
+
+
+def differences(committed: Path, recomputed: Path, names=TABLES) -> list[str]:
+    """One line per difference between the committed and the recomputed tables."""
+    out = []
+    for name in names:
+        a, b = committed / name, recomputed / name
+        if not a.exists() and not b.exists():
+            continue
+        if not b.exists():
+            out.append(f"{a}: committed, but the runs give no such table")
+            continue
+        if not a.exists():
+            out.append(f"{a}: missing (the runs give it: {sum(1 for _ in open(b))} lines)")
+            continue
+        old, new = a.read_text().splitlines(), b.read_text().splitlines()
+        matcher = difflib.SequenceMatcher(None, old, new, autojunk=False)
+        for op, i1, i2, j1, j2 in matcher.get_opcodes():
+            if op == "equal":
+                continue
+            for k in range(max(i2 - i1, j2 - j1)):
+                was = old[i1 + k] if i1 + k < i2 else None
+                now = new[j1 + k] if j1 + k < j2 else None
+                line = i1 + k + 1 if was is not None else i2
+                out.append(f"{a}:{line}: committed {_show(was)} != recomputed {_show(now)}")
+    return out
+
+
+def _show(line: str | None, width: int = 160) -> str:
+    if line is None:
+        return "(no line)"
+    return repr(line if len(line) <= width else line[:width] + "...")
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(prog="python -m experiments.recompute", description=__doc__,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--suite", default="repro", help="suite name in experiments/configs or a YAML path")
+    p.add_argument("--runs", default=None, help="runs folder (default: the suite's, as run_all.sh)")
+    p.add_argument("--results", default=None, help="committed tables folder (default: the suite's)")
+    p.add_argument("--plots", default=None, help="with --write: plots folder (default: the suite's)")
+    p.add_argument("--network", default=os.environ.get("NETWORK") or NETWORK,
+                   help=f"modeled columns, as run_all.sh's NETWORK (default {NETWORK})")
+    p.add_argument("--command", default=None, help="the header's command (default: run_all.sh's)")
+    p.add_argument("--write", action="store_true", help="rewrite the tables and plots instead")
+    args = p.parse_args(argv)
+    try:
+        suite = load_suite(args.suite)
+    except (ValueError, OSError) as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    results, plots_dir, command = folders(suite.name)
+    results = Path(args.results or results)
+    runs = args.runs or str(results / "runs")
+    command = args.command or command
+    # paths as run_all.sh gives them (relative to the repository), since runs.csv records them
+    cwd = os.getcwd()
+    os.chdir(REPO)
+    try:
+        return _run(args, suite, results, runs, plots_dir, command)
+    finally:
+        os.chdir(cwd)
+
+
+def _run(args, suite, results: Path, runs: str, plots_dir: str, command: str) -> int:
+    loaded = load(runs, args.suite)
+    if not loaded.records:
+        print(f"recompute: no complete run of suite {suite.name} under {runs}", file=sys.stderr)
+        return 1
+    from . import tables
+    net = parse_network(args.network)
+    if args.write:
+        written = tables.write(loaded, results, net, tables.TARGETS, command)
+        from . import plots
+        plots.main(["--suite", args.suite, "--runs", runs, "--out", args.plots or plots_dir,
+                    "--network", args.network])
+        print(f"recompute: {len(loaded.records)} runs -> {results}/" + ", ".join(written))
+        return 0
+    with tempfile.TemporaryDirectory() as tmp:
+        tables.write(loaded, Path(tmp), net, tables.TARGETS, command)
+        diff = differences(results, Path(tmp))
+    for line in diff:
+        print(line)
+    missing = f"; {len(loaded.missing)} of the suite's runs missing" if loaded.missing else ""
+    print(f"recompute: {len(loaded.records)} committed runs of suite {suite.name}{missing}: "
+          + (f"{len(diff)} difference(s) with {results}" if diff else f"{results} reproduced exactly"),
+          file=sys.stderr)
+    return 1 if diff else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
