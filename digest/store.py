@@ -72,9 +72,13 @@ class StaleHalo(HaloPolicy):
         self.used[layer] = self.store[layer]
         return self.store[layer]  # a constant: no gradient is computed for these rows
 
+    def due(self, step: int) -> bool:
+        """Whether the store syncs after ``step``: every I steps (schedules: baselines/vanishing.py)."""
+        return (step + 1) % self.interval == 0
+
     def after_step(self, step):
         self.errors = {}
-        if (step + 1) % self.interval == 0:
+        if self.due(step):
             self.sync(step)
             self.synced_at = step
 

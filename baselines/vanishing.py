@@ -1,0 +1,111 @@
+"""DIGEST with staleness that vanishes (METHODS.md section 8.5; our own, never reported as DIGEST).
+
+DIGEST keeps its halo rows up to I steps stale for the whole run; VARCO's convergence argument is
+that the communication error must vanish as training ends. ``--sync-schedule`` decides after
+each step whether to sync the store (the step's own rows out, the halo's in: DIGEST's sync):
+
+- ``fixed``: every I steps (DIGEST itself, for a like-for-like control);
+- ``decreasing``: the interval falls linearly from I to 1 over training,
+  I(t) = max(1, ceil(I - (I - 1) t / (T - 1))) at step t of T, and a sync happens once
+  t - (step of the last sync) >= I(t) (the fill before step 0 counts as a sync at step -1), so the
+  last steps are exact-like;
+- ``drift``: a sync happens when the relative drift ||h_now - h_pushed|| / ||h_pushed|| of the
+  boundary rows (all hidden layers) since the last sync reaches ``--drift-threshold`` TAU on ANY
+  worker, never later than I steps. *(choice)* The synchronous store sync is one collective
+  all-to-all, so the workers decide together: one all-reduce of their drifts (max) per step,
+  counted as ``store`` bytes. TAU = 0 syncs every step.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import torch
+
+from digest import comm
+from digest.config import Options, option
+from digest.methods import register
+from digest.params import ParamOptions, make_param_policy
+from digest.store import StaleHalo, StoreOptions
+
+
+@dataclass
+class ScheduleOptions(Options):
+    """Vanishing staleness: when DIGEST's store syncs"""
+    sync_schedule: str = option("decreasing", "fixed: every I steps; decreasing: interval "
+                                "falls linearly from I to 1; drift: when the boundary rows "
+                                "drifted more than --drift-threshold, at most I steps apart",
+                                choices=("fixed", "decreasing", "drift"))
+    drift_threshold: float = option(0.1, "relative drift TAU of the boundary rows that triggers "
+                                    "a sync (drift schedule)")
+
+    def check_group(self, cfg) -> None:
+        if self.drift_threshold < 0:
+            raise ValueError("--drift-threshold must be >= 0")
+
+
+def interval_at(step: int, first: int, epochs: int) -> int:
+    """I(t) of the decreasing schedule: ``first`` at step 0, 1 at the last step."""
+    if epochs <= 1:
+        return 1
+    return max(1, math.ceil(first - (first - 1) * step / (epochs - 1) - 1e-9))
+
+
+class VanishingHalo(StaleHalo):
+    """StaleHalo whose sync steps follow ``--sync-schedule`` (module docstring)."""
+
+    def __init__(self, part, plan, model, cfg):
+        super().__init__(part, plan, model, cfg)
+        self.schedule, self.tau = cfg.options.sync_schedule, cfg.options.drift_threshold
+        self.epochs = cfg.optim.epochs
+        self.last = -1  # step of the last sync (the fill: -1)
+        self.pushed: torch.Tensor | None = None  # boundary rows at the last sync, layers side by side
+        self.drift = None
+
+    def _boundary(self) -> torch.Tensor:
+        return torch.cat([self.latest[l].index_select(0, self.plan.send_flat)
+                          for l in sorted(self.latest)], 1)
+
+    def before_step(self, step, forward):
+        filling = not self.store
+        super().before_step(step, forward)
+        if filling:  # the fill's rows are the first push
+            self.last, self.pushed = step - 1, self._boundary()
+
+    def due(self, step: int) -> bool:
+        gap = step - self.last
+        if self.schedule == "fixed":
+            return gap >= self.interval
+        if self.schedule == "decreasing":
+            return gap >= interval_at(step, self.interval, self.epochs)
+        now = self._boundary()
+        mine = float((now - self.pushed).norm() / self.pushed.norm().clamp_min(1e-12))
+        self.drift = float(comm.all_reduce_(torch.tensor([mine], dtype=torch.float64), "store",
+                                            op=comm.dist.ReduceOp.MAX))
+        return gap >= self.interval or self.drift >= self.tau
+
+    def sync(self, step: int = 0) -> None:
+        super().sync(step)
+        self.last, self.pushed = step, self._boundary()
+
+    def state(self):
+        out = super().state()
+        if self.schedule == "decreasing":
+            out["sync_interval_now"] = interval_at(self.synced_at or 0, self.interval, self.epochs)
+        if self.schedule == "drift":
+            out["drift"] = self.drift
+        return out
+
+    def state_dict(self):
+        return {**super().state_dict(), "last": self.last, "pushed": self.pushed}
+
+    def load_state_dict(self, state):
+        super().load_state_dict(state)
+        self.last, self.pushed = state["last"], state["pushed"]
+
+
+@register("digest-vanishing", "DIGEST whose staleness vanishes: store syncs on a decreasing "
+          "interval or on boundary-row drift (--sync-schedule); our own, not DIGEST",
+          options=(StoreOptions, ScheduleOptions, ParamOptions))
+def digest_vanishing(cfg, part, plan, model):
+    return VanishingHalo(part, plan, model, cfg), make_param_policy(cfg)
