@@ -23,7 +23,8 @@ H = 8
 BASE = TrainConfig.of(dataset="bns", hidden=H, layers=3, dropout=0.0, epochs=20, progress=False)
 RUNS = {
     **{f"exact_{m}": dict(method="exact", model=m) for m in ("gcn", "sage", "gat")},
-    **{f"p1_{m}": dict(method="bnsgcn", model=m, boundary_rate=1.0) for m in ("gcn", "sage", "gat")},
+    **{f"p1_{m}": dict(method="bnsgcn", model=m, boundary_rate=1.0)
+       for m in ("gcn", "sage", "gat")},
     "p05": dict(method="bnsgcn", boundary_rate=0.5, epochs=3),
     "p01": dict(method="bnsgcn", epochs=2),  # the default p = 0.1
     "p0": dict(method="bnsgcn", boundary_rate=0.0, epochs=2),

@@ -56,7 +56,8 @@ def record(cfg, rt, part, runs):
 @pytest.fixture(scope="module")
 def world(tmp_path_factory):
     graph = make_synthetic(nodes=300, classes=4, avg_degree=8, features=12, seed=3)
-    part_dir = prepare_partition("pipe", 3, "metis", 0, tmp_path_factory.mktemp("data"), graph=graph)
+    part_dir = prepare_partition("pipe", 3, "metis", 0, tmp_path_factory.mktemp("data"),
+                                 graph=graph)
     return graph, run_workers(record, BASE, part_dir, 3, runs=RUNS)
 
 
