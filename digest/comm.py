@@ -288,3 +288,49 @@ def rpc_sync(name: str, fn, args: tuple = (), category: str | None = None,
         traffic.bytes[category] += _tensor_bytes(args) + _tensor_bytes(out)
         traffic.messages += 2  # request and reply
     return out
+
+
+# -- non-blocking collectives (PipeGCN) ----------------------------------------------------------
+# An all-to-all started now and finished later, so that it overlaps computation. Its bytes are
+# counted when it is started; the only time counted (traffic.seconds) is the time spent WAITING for
+# it, i.e. the communication that computation did not hide. Every rank must start its
+# non-blocking collectives in the same order (as for every collective).
+
+
+class Pending:
+    """A started all-to-all of row blocks. ``wait()`` returns the received rows
+    ``[sum(recv_counts), F]`` (once finished, again without waiting); ``ready()`` says whether it
+    has finished without waiting. ``waited``: seconds spent in ``wait()``."""
+
+    def __init__(self, work, recv: Tensor, send: Tensor | None):
+        self.work, self.recv, self.send = work, recv, send  # send kept alive until finished
+        self.waited = 0.0
+
+    def ready(self) -> bool:
+        return self.work is None or self.work.is_completed()
+
+    def wait(self) -> Tensor:
+        if self.work is not None:
+            t0 = time.perf_counter()
+            self.work.wait()
+            self.waited = time.perf_counter() - t0
+            traffic.seconds += self.waited
+            self.work, self.send = None, None
+        return self.recv
+
+
+def all_to_all_rows_async(send: Tensor, send_counts: list[int], recv_counts: list[int],
+                          category: str) -> Pending:
+    """``all_to_all_rows`` started without blocking (``async_op=True``); the rows arrive at
+    ``wait()``. Shapes as ``all_to_all_rows``. ``send`` must not change until then (it is kept)."""
+    tail = tuple(send.shape[1:])
+    recv = send.new_empty((sum(recv_counts), *tail))
+    if world_size() == 1:
+        return Pending(None, recv.copy_(send) if send.numel() else recv, None)
+    send = send.contiguous()
+    work = dist.all_to_all_single(recv, send, recv_counts, send_counts, async_op=True)
+    row_bytes = send.element_size() * (int(torch.tensor(tail).prod()) if tail else 1)
+    me = rank()
+    traffic.bytes[category] += sum(c for p, c in enumerate(send_counts) if p != me) * row_bytes
+    traffic.messages += sum(1 for p, c in enumerate(send_counts) if p != me and c)
+    return Pending(work, recv, send)
