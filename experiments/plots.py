@@ -6,7 +6,8 @@
 count, mean over seeds), _speedup_vs_workers.png (per-epoch speedup over exact; modeled dashed) and
 _bytes_per_epoch.png (stacked by category); _stale_error.png when some method records its halo
 rows' staleness as error (``stale_err_l{l}`` columns: DIGEST's ||stale - fresh|| / ||fresh|| per
-layer at each store sync).
+layer at each store sync); _pareto.png (best test accuracy within a budget of bytes / of time,
+the front marked: experiments/pareto.py).
 """
 from __future__ import annotations
 
@@ -20,6 +21,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import pandas as pd  # noqa: E402
 
+from . import pareto  # noqa: E402
 from .config import dataset_slug  # noqa: E402
 from .costmodel import Network, parse_network  # noqa: E402
 from .load import Loaded, load  # noqa: E402
@@ -191,6 +193,7 @@ def main(argv=None) -> int:
         speedup_plot(loaded, dataset, net, out, written)
         bytes_plot(loaded, dataset, out, written)
         stale_error_plot(loaded, dataset, out, written)
+        pareto.plot(loaded, dataset, out, written)
     print(f"plots: {len(written)} PNGs -> {out}/")
     return 0
 

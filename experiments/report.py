@@ -153,6 +153,9 @@ def markdown(loaded: Loaded, tables: dict, net: Network | None, target, command:
                              for _, r in part.iterrows()]))
     if "straggler" in tables:
         out.append(straggler_section(tables["straggler"]))
+    if "pareto" in tables:
+        from .pareto import section
+        out.append(section(tables["pareto"], 6 if "straggler" in tables else 5))
     return "".join(out)
 
 

@@ -3,7 +3,8 @@
     python -m experiments.tables --suite quick --runs results/quick/runs --out results/quick \
         [--network 10gbit,5us] [--target 0.98,0.99,0.995]
 
-accuracy.csv, epoch_time.csv, time_to_accuracy.csv, bytes.csv, runs.csv and tables.md (whose
+accuracy.csv, epoch_time.csv, time_to_accuracy.csv, bytes.csv, runs.csv, pareto.csv (best test
+accuracy within budgets of bytes and of time, the front marked: experiments/pareto.py) and tables.md (whose
 header names the machine, versions, commit and commands, read from the runs' summary.json); when
 some run has stragglers (``--slow-workers``), also straggler.csv (pace of the fast and the slow
 workers, total time, accuracy, staleness observed; issue 4).
@@ -17,7 +18,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from . import report
+from . import pareto, report
 from .costmodel import Network, modeled_epoch_times, parse_network
 from .load import Loaded, load
 
@@ -238,13 +239,15 @@ def parse_targets(text: str) -> tuple:
     return out
 
 
-def build(loaded: Loaded, net: Network | None = None, fraction=TARGETS) -> dict:
+def build(loaded: Loaded, net: Network | None = None, fraction=TARGETS,
+          emulated_time: str | None = None) -> dict:
     frame = run_frame(loaded, net)
     out = {"accuracy": accuracy(frame), "epoch_time": epoch_time(frame, net),
            "time_to_accuracy": time_to_accuracies(loaded, fraction, net),
            "bytes": bytes_per_epoch(frame), "runs": report.runs_index(loaded)}
     if has_stragglers(loaded):
         out["straggler"] = straggler(loaded)
+    out["pareto"] = pareto.pareto_table(loaded, time_column=emulated_time)  # issue 20
     return out
 
 
@@ -258,6 +261,9 @@ def main(argv=None) -> int:
     p.add_argument("--target", type=parse_targets, default=TARGETS,
                    help="fraction(s) of exact's best val, comma-separated (default: "
                    + ",".join(f"{t:g}" for t in TARGETS) + ")")
+    p.add_argument("--emulated-time", default=None, metavar="COLUMN",
+                   help="pareto.csv: also a time axis from this metrics column (cumulative "
+                   "emulated seconds), labelled emulated")
     args = p.parse_args(argv)
     net = parse_network(args.network) if args.network else None
     loaded = load(args.runs, args.suite)
@@ -266,14 +272,15 @@ def main(argv=None) -> int:
         return 1
     command = os.environ.get("RUN_ALL_COMMAND") or "python -m experiments.tables " + " ".join(
         sys.argv[1:] if argv is None else argv)
-    written = write(loaded, Path(args.out), net, args.target, command)
+    written = write(loaded, Path(args.out), net, args.target, command, args.emulated_time)
     print(f"tables: {len(loaded.records)} runs -> {args.out}/" + ", ".join(written))
     return 0
 
 
-def write(loaded: Loaded, out: Path, net: Network | None, targets, command: str) -> list[str]:
+def write(loaded: Loaded, out: Path, net: Network | None, targets, command: str,
+          emulated_time: str | None = None) -> list[str]:
     """Every table of ``loaded`` into ``out``: one CSV per table and tables.md; their names."""
-    tables = build(loaded, net, targets)
+    tables = build(loaded, net, targets, emulated_time)
     out.mkdir(parents=True, exist_ok=True)
     for name, df in tables.items():
         df.to_csv(out / f"{name}.csv", index=False, float_format="%.6g")

@@ -155,9 +155,9 @@ def test_modeled_columns_are_separate_and_labelled(runs):
     assert "`./run_all.sh --quick`" in md
 
 
-def test_plots_write_five_pngs(runs, tmp_path):
+def test_plots_write_six_pngs(runs, tmp_path):
     assert plots.main(["--runs", str(runs), "--out", str(tmp_path / "p"), "--network", "10gbit,5us"]) == 0
-    assert len(list((tmp_path / "p").glob("toy_*.png"))) == 5
+    assert len(list((tmp_path / "p").glob("toy_*.png"))) == 6  # + _pareto.png (issue 20)
 
 
 def test_stale_error_plot_only_for_methods_that_record_it(runs, tmp_path):
@@ -168,7 +168,7 @@ def test_stale_error_plot_only_for_methods_that_record_it(runs, tmp_path):
     m.to_csv(d / "metrics.csv", index=False)
     assert plots.main(["--runs", str(runs), "--out", str(tmp_path / "p")]) == 0
     assert (tmp_path / "p" / "toy_stale_error.png").exists()
-    assert len(list((tmp_path / "p").glob("toy_*.png"))) == 6
+    assert len(list((tmp_path / "p").glob("toy_*.png"))) == 7
 
 
 def test_runs_csv_has_each_runs_own_results(runs):

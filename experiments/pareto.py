@@ -1,0 +1,334 @@
+"""Pareto summary (issue 20): per dataset, which method gives the best test accuracy for a budget of
+cumulative bytes sent, or of training time?
+
+Rules (stated again in tables.md's section, which renders this table):
+
+- A run's accuracy within a budget B on an axis (cumulative bytes ``cum_bytes``, or cumulative
+  training time): the OGB protocol applied within the budget. Among its evaluated epochs (val_acc
+  present) whose cumulative value is <= B (relative slack ``REL`` for float sums), take the
+  epoch with the best val_acc (the first one on a tie, as digest/metrics.py's best_validation)
+  and report its test_acc. No evaluated epoch within B: no value (NaN), never 0.
+- A method's accuracy at B: the mean over its seeds of those values, only when every seed has
+  one (else NaN; ``seeds_in_budget`` says how many had).
+- Budgets: per dataset, worker count and axis, ``N_BUDGETS`` (6) log-spaced values from the
+  smallest to the largest run total (the cumulative value at a run's last epoch) among the runs
+  compared there (the smallest positive total when some are 0), each rounded UP to 3 significant
+  digits; so the last budget covers every run whole and reads as each method's usual test
+  accuracy at best validation (table 1). Duplicates after rounding are dropped.
+- Front: at a budget, a method is on the front when no other method compared there reaches a
+  higher accuracy within it (accuracies within ``TIE`` of the best are ties: all on). A method
+  with no value at that budget is not on it.
+- Worker count: by default, per dataset, only the runs at its largest worker count
+  (``workers="max"``); ``workers="all"``: one front per worker count, never mixed.
+- Time axes, never mixed: ``time, measured`` is wall_time (training time, evaluation excluded)
+  of runs without ``summary.json["emulation"]``; a run with it (the emulated-cluster sweep,
+  issue 18) ran under emulation, so its wall_time goes on ``time, emulated @ BANDWIDTH`` (the
+  emulation's label) and its bytes on ``bytes, runs emulated @ BANDWIDTH``, one front per
+  emulation; ``time_column=NAME`` adds ``time, emulated (NAME)`` from that metrics column
+  (cumulative seconds) for the runs that have it.
+
+    pareto.csv   one row per (dataset, workers, axis, budget, method)
+    plots/<dataset>_pareto.png   accuracy within budget vs budget (log x), one panel per axis
+"""
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from .load import Loaded
+
+N_BUDGETS = 6
+TIE = 1e-9  # accuracies this close are ties (float rounding of means over seeds)
+REL = 1e-9  # relative slack of "<= budget": a sum of epoch times 0.1 + 0.1 + 0.1 is within 0.3
+MiB = 2**20
+COLUMNS = ["dataset", "workers", "axis", "unit", "budget", "method", "seeds", "seeds_in_budget",
+           "test_acc", "val_acc", "epochs", "on_front"]
+
+
+def within_budget(metrics: pd.DataFrame, column: str, budget: float) -> dict | None:
+    """One run's OGB result within ``budget`` of ``column``: {test_acc, val_acc, epochs} at the
+    first evaluated epoch of best val_acc among those with ``column`` <= budget; None if none."""
+    m = metrics[metrics["val_acc"].notna() & metrics[column].notna()
+                & (metrics[column] <= budget * (1 + REL))]
+    if m.empty:
+        return None
+    best = max(zip(m["val_acc"], -m["epoch"], m["test_acc"]))
+    return {"test_acc": float(best[2]), "val_acc": float(best[0]), "epochs": int(-best[1]) + 1}
+
+
+def _ceil3(x: float) -> float:
+    """x rounded up to 3 significant digits (within REL: 0.30000000000000004 -> 0.3)."""
+    if x <= 0:
+        return 0.0
+    y = float(f"{x:.3g}")
+    if y < x * (1 - REL):
+        y = float(f"{y + 10 ** (math.floor(math.log10(y)) - 2):.3g}")
+    return y
+
+
+def budgets(totals, n: int = N_BUDGETS) -> list[float]:
+    """``n`` log-spaced budgets from the smallest (positive) to the largest total, rounded up to 3
+    significant digits, distinct, ascending."""
+    totals = [float(t) for t in totals if t == t]
+    if not totals:
+        return []
+    hi, positive = max(totals), [t for t in totals if t > 0]
+    if not positive:
+        return [0.0]
+    lo = min(positive)
+    raw = [hi] if lo == hi or n == 1 else list(np.geomspace(lo, hi, n))
+    return sorted({_ceil3(b) for b in raw})
+
+
+def _axes(record, time_column: str | None) -> list[tuple[str, str, str]]:
+    """(axis name, metrics column, unit) for one run: its bytes and time axes (see the module)."""
+    e = record.summary.get("emulation")
+    if e:
+        label = (e.get("label") or "emulated") if isinstance(e, dict) else "emulated"
+        label = label if label.startswith("emulated") else f"emulated {label}"
+        out = [(f"bytes, runs {label}", "cum_bytes", "B"), (f"time, {label}", "wall_time", "s")]
+    else:
+        out = [("bytes", "cum_bytes", "B"), ("time, measured", "wall_time", "s")]
+    if time_column and time_column in record.metrics.columns \
+            and record.metrics[time_column].notna().any():
+        out.append((f"time, emulated ({time_column})", time_column, "s"))
+    return [a for a in out if a[1] in record.metrics.columns]
+
+
+def _selected(loaded: Loaded, workers) -> list:
+    if workers == "all":
+        return list(loaded.records)
+    if workers == "max":
+        top = {}
+        for r in loaded.records:
+            top[r.dataset] = max(top.get(r.dataset, r.workers), r.workers)
+        return [r for r in loaded.records if r.workers == top[r.dataset]]
+    return [r for r in loaded.records if r.workers == int(workers)]
+
+
+def groups(loaded: Loaded, workers="max", time_column: str | None = None) -> dict:
+    """{(dataset, workers, axis): (column, unit, {label: [records]})} in suite order."""
+    out: dict = {}
+    axis_order: list = []
+    for r in _selected(loaded, workers):
+        for axis, column, unit in _axes(r, time_column):
+            if axis not in axis_order:
+                axis_order.append(axis)
+            g = out.setdefault((r.dataset, r.workers, axis), (column, unit, {}))
+            g[2].setdefault(r.label, []).append(r)
+    order = {d: i for i, d in enumerate(loaded.datasets)}
+    rank = {a: (0 if a == "bytes" else 1 if a == "time, measured" else 2, i)
+            for i, a in enumerate(axis_order)}
+    keys = sorted(out, key=lambda k: (order.get(k[0], len(order)), k[0], k[1], rank[k[2]]))
+    labels = {label: i for i, label in enumerate(loaded.labels)}
+    return {k: (out[k][0], out[k][1],
+                dict(sorted(out[k][2].items(), key=lambda kv: labels.get(kv[0], len(labels)))))
+            for k in keys}
+
+
+def method_at(recs: list, column: str, budget: float) -> dict:
+    """A method's row at a budget: the mean over its seeds when every seed has a value."""
+    hits = [within_budget(r.metrics, column, budget) for r in recs]
+    ok = [h for h in hits if h is not None]
+    row = {"seeds": len(recs), "seeds_in_budget": f"{len(ok)}/{len(recs)}"}
+    for key in ("test_acc", "val_acc", "epochs"):
+        row[key] = sum(h[key] for h in ok) / len(ok) if len(ok) == len(recs) else float("nan")
+    return row
+
+
+def mark_front(accs: list) -> list[bool]:
+    """On the front: a value (not NaN) within TIE of the largest value."""
+    vals = [a for a in accs if a == a]
+    if not vals:
+        return [False] * len(accs)
+    best = max(vals)
+    return [a == a and a >= best - TIE for a in accs]
+
+
+def pareto_table(loaded: Loaded, workers="max", time_column: str | None = None,
+                 n: int = N_BUDGETS) -> pd.DataFrame:
+    """pareto.csv: one row per (dataset, workers, axis, budget, method); see the module's rules."""
+    rows = []
+    for (dataset, w, axis), (column, unit, by_label) in groups(loaded, workers, time_column).items():
+        totals = [float(r.metrics[column].dropna().iloc[-1]) for recs in by_label.values()
+                  for r in recs if r.metrics[column].notna().any()]
+        for b in budgets(totals, n):
+            block = [{"dataset": dataset, "workers": w, "axis": axis, "unit": unit, "budget": b,
+                      "method": label, **method_at(recs, column, b)}
+                     for label, recs in by_label.items()]
+            for row, on in zip(block, mark_front([r["test_acc"] for r in block])):
+                row["on_front"] = on
+            rows += block
+    return pd.DataFrame(rows, columns=COLUMNS)
+
+
+def fronts(table: pd.DataFrame) -> dict:
+    """The reading helper: {dataset: {axis: [(budget, unit, [methods on the front])]}}, budgets
+    ascending, methods in the table's order (an empty list where no method has a value). A
+    dataset compared at several worker counts (``workers="all"``) has its axes named
+    "<axis> (M=<workers>)"."""
+    out: dict = {}
+    several = table.groupby("dataset", sort=False)["workers"].nunique().to_dict()
+    for (dataset, w, axis, budget), part in table.groupby(["dataset", "workers", "axis", "budget"],
+                                                          sort=False):
+        name = f"{axis} (M={w})" if several[dataset] > 1 else axis
+        on = part.loc[part["on_front"].astype(bool), "method"]
+        out.setdefault(dataset, {}).setdefault(name, []).append(
+            (float(budget), part["unit"].iloc[0], list(on)))
+    return out
+
+
+def show_budget(budget: float, unit: str, with_unit: bool = True) -> str:
+    """A budget as the tables show it: MiB for bytes, s for time, 3 significant digits."""
+    text = f"{budget / MiB:.3g}" if unit == "B" else f"{budget:.3g}"
+    return text + (" MiB" if unit == "B" else " s") * with_unit
+
+
+def reading(table: pd.DataFrame) -> list[str]:
+    """One line per dataset and axis: each method on the front and at which budgets, e.g.
+    ``CS, bytes: varco-fixed-32 at <= 1.2, 3.5 MiB; digest-I10 at <= 10.3, 30.1, 88 MiB``."""
+    lines = []
+    for dataset, axes in fronts(table).items():
+        for axis, points in axes.items():
+            who: dict = {}
+            for budget, unit, methods in points:
+                for m in methods:
+                    who.setdefault(m, []).append(show_budget(budget, unit, with_unit=False))
+            suffix = " MiB" if points[0][1] == "B" else " s"
+            text = "; ".join(f"{m} at <= {', '.join(bs)}{suffix}" for m, bs in who.items())
+            lines.append(f"{dataset}, {axis}: {text or 'no method evaluated within any budget'}")
+    return lines
+
+
+def _pct(v) -> str:
+    return "–" if v is None or v != v else f"{100 * v:.2f}"
+
+
+def section(table: pd.DataFrame, number: int) -> str:
+    """tables.md's Pareto section: per dataset and axis, budgets down, methods across; the
+    methods on the front in bold and listed."""
+    out = [f"\n## {number}. Pareto: best test accuracy (%) within a budget of bytes or of time\n\n",
+           "A run's accuracy within budget B: among its evaluated epochs whose cumulative bytes "
+           "(or cumulative training time) is <= B, the test accuracy at the epoch of best "
+           "validation accuracy (first best on a tie; the OGB protocol within the budget). A "
+           "method's: the mean over its seeds, only when every seed was evaluated within B "
+           "('–' if none was, 'k/n seeds' if only some). Budgets: per dataset and axis, "
+           f"{N_BUDGETS} log-spaced from the smallest to the largest run total (cumulative bytes "
+           "or time at a run's last epoch; the smallest positive one) among the runs compared, "
+           "rounded up to 3 significant digits: the last covers every run whole (= table 1). "
+           "**Bold** = on the front: no other method reaches a higher accuracy within B (ties "
+           "all bold). Only the largest worker count per dataset. Times: measured training "
+           "time (evaluation excluded) on the shared reference cores, noisy; emulated times "
+           "(runs with --emulate-network) are their own axis, never mixed with measured ones.\n"]
+    if table.empty:
+        return "".join(out) + "\nNo run to summarise.\n"
+    from .report import md_table
+    for (dataset, w, axis), part in table.groupby(["dataset", "workers", "axis"], sort=False):
+        methods = list(dict.fromkeys(part["method"]))
+        unit = part["unit"].iloc[0]
+        rows = []
+        for budget, b in part.groupby("budget", sort=False):
+            cells = {}
+            for r in b.itertuples():
+                c = _pct(r.test_acc)
+                if c == "–" and not str(r.seeds_in_budget).startswith("0/"):
+                    c = f"– ({r.seeds_in_budget} seeds)"
+                cells[r.method] = f"**{c}**" if r.on_front else c
+            front = [r.method for r in b.itertuples() if r.on_front]
+            rows.append([f"<= {show_budget(budget, unit)}", *(cells.get(m, "") for m in methods),
+                         ", ".join(front) or "–"])
+        out.append(f"\n### {dataset}, M={w}: {axis}\n\n")
+        out.append(md_table(["budget", *methods, "front"], rows))
+    out.append("\nReading (which method is on the front at which budgets):\n\n")
+    out += [f"- {line}\n" for line in reading(table)]
+    return "".join(out)
+
+
+def run_curve(metrics: pd.DataFrame, column: str):
+    """within_budget's test_acc as a step function of the budget, for the plots: (xs, tests) such
+    that at budget B the value is tests[i] for the last i with xs[i] <= B (none: NaN). Needs
+    ``column`` nondecreasing over the evaluated epochs (cumulative values are); None otherwise."""
+    m = metrics[metrics["val_acc"].notna() & metrics[column].notna()].sort_values("epoch")
+    xs = m[column].to_numpy(dtype=float)
+    if len(xs) and (np.diff(xs) < 0).any():
+        return None
+    val, test = m["val_acc"].to_numpy(dtype=float), m["test_acc"].to_numpy(dtype=float)
+    best = np.maximum.accumulate(val) if len(val) else val
+    first = [int(np.argmax(val[: i + 1] == best[i])) for i in range(len(val))]  # first best so far
+    return xs, test[first]
+
+
+def curve_at(recs: list, column: str, grid: np.ndarray) -> np.ndarray:
+    """A method's accuracy within each budget of ``grid`` (mean over seeds, NaN unless every seed
+    has a value): method_at's test_acc, computed through run_curve."""
+    ys = []
+    for r in recs:
+        c = run_curve(r.metrics, column)
+        if c is None:  # not cumulative: the direct rule, budget by budget
+            ys.append([within_budget(r.metrics, column, b) for b in grid])
+            ys[-1] = np.array([h["test_acc"] if h else np.nan for h in ys[-1]])
+            continue
+        i = np.searchsorted(c[0], grid * (1 + REL), side="right") - 1
+        ys.append(np.where(i >= 0, c[1][np.maximum(i, 0)], np.nan) if len(c[0]) else
+                  np.full(len(grid), np.nan))
+    return np.mean(ys, axis=0)  # NaN wherever some seed has none
+
+
+def plot(loaded: Loaded, dataset: str, out: Path, written: list, workers="max",
+         time_column: str | None = None) -> None:
+    """plots/<dataset>_pareto.png: accuracy within budget vs budget (log x), one panel per axis
+    (bytes, measured time, emulated times); a step line per method, exact at every evaluated
+    epoch's cumulative value (from the first evaluation of any run to the largest total); the
+    table's budgets as markers, filled and ringed in black where the method is on the front,
+    hollow where not; the front (best of all methods at every budget) as a grey band."""
+    from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
+
+    from .config import dataset_slug
+    from .plots import _color, _save, plt
+    sub = Loaded([r for r in loaded.records if r.dataset == dataset], [dataset], loaded.labels)
+    gs = groups(sub, workers, time_column)
+    if not gs:
+        return
+    table = pareto_table(sub, workers, time_column)
+    fig, axes = plt.subplots(1, len(gs), figsize=(6.2 * len(gs), 4.8), squeeze=False)
+    for ax, ((_, w, axis), (column, unit, by_label)) in zip(axes[0], gs.items()):
+        scale = MiB if unit == "B" else 1.0
+        evaluated = np.concatenate([r.metrics.loc[r.metrics["val_acc"].notna(), column].dropna()
+                                    .to_numpy(dtype=float) for recs in by_label.values() for r in recs])
+        totals = [float(r.metrics[column].dropna().iloc[-1]) for recs in by_label.values() for r in recs]
+        hi = max(totals + [0.0])
+        grid = np.unique(np.append(evaluated[(evaluated > 0) & (evaluated <= hi)], hi))
+        grid = grid[grid > 0] if (grid > 0).any() else grid
+        envelope = np.full(len(grid), np.nan)
+        for label, recs in by_label.items():
+            ys = curve_at(recs, column, grid)
+            envelope = np.fmax(envelope, ys)
+            ax.plot(grid / scale, 100 * ys, drawstyle="steps-post", lw=1.3,
+                    color=_color(loaded, label), label=label)
+        ax.plot(grid / scale, 100 * envelope, drawstyle="steps-post", lw=6, color="grey",
+                alpha=0.25, zorder=0, label="front (best of all)")
+        part = table[(table.workers == w) & (table.axis == axis)]
+        for r in part.itertuples():
+            if r.test_acc == r.test_acc:
+                color = _color(loaded, r.method)
+                ax.plot(r.budget / scale, 100 * r.test_acc, "o", ms=8 if r.on_front else 6,
+                        mfc=color if r.on_front else "none", mec="black" if r.on_front else color,
+                        mew=1.5, zorder=3)
+        if (grid > 0).all():
+            ax.set_xscale("log")  # plain numbers; 2 and 5 x 10^k labelled too over < 2 decades
+            fmt = FuncFormatter(lambda v, _: f"{v:.3g}")
+            ax.xaxis.set_major_formatter(fmt)
+            narrow = grid[-1] < 100 * grid[0]
+            ax.xaxis.set_minor_locator(LogLocator(subs=(2, 5) if narrow else "auto"))
+            ax.xaxis.set_minor_formatter(fmt if narrow else NullFormatter())
+        ax.set_xlabel(f"budget: {axis} ({'MiB' if unit == 'B' else 's'}, log scale)")
+        ax.set_ylabel("test accuracy (%) at best val within budget")
+        ax.set_title(f"{axis}, M={w}", fontsize=10)
+        ax.grid(alpha=0.3, which="both")
+        ax.legend(fontsize=7, loc="lower right")
+    fig.suptitle(f"{dataset}: best test accuracy within a budget (mean over seeds; markers: the "
+                 "table's budgets, filled = on the front)", fontsize=10)
+    _save(fig, out / f"{dataset_slug(dataset)}_pareto.png", written)
