@@ -1,3 +1,3 @@
 """Baselines beside DIGEST: each a small file composing a halo policy and a parameter-sync policy
 from ``digest/``. Importing this package registers them with ``digest.methods``."""
-from . import bnsgcn, partition, pipegcn, vanishing, varco  # noqa: F401
+from . import adaqp, bnsgcn, partition, pipegcn, sancus, vanishing, varco  # noqa: F401
