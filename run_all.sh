@@ -3,12 +3,14 @@
 #
 #   ./run_all.sh --quick   the embedded synthetic graph through every method at 1, 2, 4 workers
 #                          (experiments/configs/quick.yaml; minutes on a laptop)
-#   ./run_all.sh --suite repro   the committed reproduction (synthetic, CS, Physics; results/, plots/)
-#   ./run_all.sh --suite straggler   sync DIGEST vs DIGEST-A with one 3x slower worker
-#                          (results/straggler/, plots/straggler/)
-#   ./run_all.sh           the full suite (experiments/configs/full.yaml): every dataset found in the
-#                          data root, missing ones skipped with the reason printed (hours on 2 cores),
-#                          then the straggler suite
+#   ./run_all.sh --suite repro   the main comparison (synthetic, CS, Physics; results/, plots/)
+#   ./run_all.sh --suite NAME    any suite of experiments/configs (results/NAME/, plots/NAME/):
+#                          wave2 (PipeGCN, BNS-GCN, SANCUS, AdaQP, digest-vanishing), depth (sweeps,
+#                          SAGE/GAT, 1-8 workers), arxiv (arxiv-like stand-in), straggler (DIGEST-A),
+#                          cluster (emulated network; needs root or user namespaces)
+#   ./run_all.sh           all of it: the full suite (experiments/configs/full.yaml: every dataset
+#                          found in the data root, missing ones skipped with the reason printed),
+#                          then every other suite but quick (many hours on 2 cores)
 #   ./run_all.sh --check [SUITE]   no training: recompute SUITE's committed tables (default repro)
 #                          from its committed run files and list every difference (exit 1 if any)
 #
@@ -31,7 +33,7 @@ case "${1:-}" in
            case "$suite" in full|repro) ;; *) results="results/$suite" plots="plots/$suite" ;; esac ;;
   --check) check="${2:-repro}" ;;
   "") ;;
-  -h|--help) sed -n '2,23p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+  -h|--help) sed -n '2,/^set -uo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
   *) echo "usage: ./run_all.sh [--quick | --suite NAME | --check [SUITE]]" >&2; exit 2 ;;
 esac
 . scripts/env.sh
@@ -56,8 +58,12 @@ echo "run_all.sh ($suite suite) finished in $((SECONDS - start)) s"
 echo "  runs:   $results/runs/<dataset>/<label>_w<M>_s<seed>/ (metrics.csv, summary.json, log.txt)"
 echo "  tables: $results/tables.md and $results/*.csv"
 echo "  plots:  $plots/*.png"
-if [ -z "${1:-}" ]; then  # the full reproduction includes the straggler study
-  "$0" --suite straggler || status=1
+if [ -z "${1:-}" ]; then  # the full reproduction: then every other suite but quick
+  for other in experiments/configs/*.yaml; do
+    name="$(basename "$other" .yaml)"
+    case "$name" in full|repro|quick) continue ;; esac
+    "$0" --suite "$name" || status=1
+  done
 fi
 [ "$status" -eq 0 ] || echo "some runs or steps failed (see the FAILED lines above); exit status $status"
 exit "$status"
