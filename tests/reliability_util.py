@@ -111,3 +111,18 @@ def metrics_of(path) -> list[tuple]:
 def leftovers(directory) -> list[str]:
     """Temp files a killed writer could leave (atomic writes use *.tmp)."""
     return [str(p) for p in Path(directory).rglob("*.tmp")]
+
+
+def assert_resumes_identically(common: list, data_root, tmp_path) -> None:
+    """``common`` (a ``train`` command without --epochs/--out) run for 6 epochs directly, and for 4
+    with a checkpoint every 2 then resumed to 6: the same metrics.csv rows."""
+    direct = cli([*common, "--epochs", 6, "--out", tmp_path / "direct"], data_root, tmp_path)
+    assert direct.rc == 0, direct.stderr[-3000:]
+    first = cli([*common, "--epochs", 4, "--checkpoint-every", 2, "--out", tmp_path / "run"],
+                data_root, tmp_path)
+    assert first.rc == 0, first.stderr[-3000:]
+    resumed = cli(["train", "--resume", tmp_path / "run", "--epochs", 6, "--no-progress"],
+                  data_root, tmp_path)
+    assert resumed.rc == 0, resumed.stderr[-3000:]
+    assert metrics_of(tmp_path / "run" / "metrics.csv") == metrics_of(tmp_path / "direct" /
+                                                                       "metrics.csv")

@@ -17,7 +17,7 @@ from digest.config import TrainConfig, validate
 from digest.synthetic import make_synthetic
 from digest.trainer import Trainer
 from distributed import run_workers
-from reliability_util import cli, metrics_of
+from reliability_util import assert_resumes_identically
 
 H = 8
 BASE = TrainConfig.of(dataset="bns", hidden=H, layers=3, dropout=0.0, epochs=20, progress=False)
@@ -177,16 +177,7 @@ def test_resume_continues_identically(tmp_path):
     data = tmp_path / "data"
     common = ["train", "--dataset", DATASET, "--method", "bnsgcn", "--boundary-rate", "0.3",
               "--workers", 2, "--hidden", 16, "--timeout", 60, "--no-progress"]
-    direct = cli([*common, "--epochs", 6, "--out", tmp_path / "direct"], data, tmp_path)
-    assert direct.rc == 0, direct.stderr[-3000:]
-    first = cli([*common, "--epochs", 4, "--checkpoint-every", 2, "--out", tmp_path / "run"],
-                data, tmp_path)
-    assert first.rc == 0, first.stderr[-3000:]
-    resumed = cli(["train", "--resume", tmp_path / "run", "--epochs", 6, "--no-progress"],
-                  data, tmp_path)
-    assert resumed.rc == 0, resumed.stderr[-3000:]
-    assert metrics_of(tmp_path / "run" / "metrics.csv") == metrics_of(tmp_path / "direct" /
-                                                                       "metrics.csv")
+    assert_resumes_identically(common, data, tmp_path)
 
 
 def test_flags_are_grouped_and_checked(capsys):
