@@ -3,6 +3,10 @@
 Why a generator: the suite must run anywhere (no downloads) and must reach ogbn-products scale
 (2.4M nodes, ~62M directed edges) for the scaling experiments. Everything is vectorised numpy/torch:
 the only Python loops run over sampling chunks and top-up rounds, never over nodes or edges.
+
+``make_synthetic``'s keyword defaults are the 3,000-node graph that was the embedded default
+before issue 17 (``synthetic:preset=classic``); the embedded default and the OGB-shaped stand-ins
+are named option sets in ``digest/data/presets.py``.
 """
 from __future__ import annotations
 

@@ -10,6 +10,7 @@ import torch
 import digest.data.registry as registry
 from digest.data import (REGISTRY, DatasetError, data_root, list_datasets, load_dataset,
                          parse_spec, validate)
+from digest.data.presets import PRESETS
 from digest.graph import Graph
 
 SHARED = registry.SHARED_DATASETS
@@ -44,7 +45,8 @@ def one_line_error(spec, **kw) -> str:
 # ---- spec parsing -----------------------------------------------------------------------------
 
 def test_parse_spec_names_and_options():
-    assert parse_spec('synthetic') == (REGISTRY['synthetic'], {})
+    # ``synthetic`` alone is the default preset, resolved (tests/test_presets.py: presets)
+    assert parse_spec('synthetic') == (REGISTRY['synthetic'], PRESETS['default'].options)
     info, opts = parse_spec(' SYNTHETIC: nodes=2000000, avg_degree=25 ,classes=47,features=100,'
                             'homophily=0.7,seed=3')
     assert info.name == 'synthetic'
@@ -64,7 +66,8 @@ def test_parse_spec_names_and_options():
     'synthetic:homophily=1.5', 'synthetic:homophily=-0.1', 'synthetic:nodes',
     'synthetic:nodes=10,nodes=20', 'synthetic:avg_degree=0', 'synthetic:nodes=10,classes=11',
     'synthetic:nodes=10,avg_degree=10', 'synthetic:seed=nan', 'synthetic:features=inf',
-    'synthetic:seed=-1', 'synthetic:communities=0', 'synthetic:locality=1.2', 'Cora:split=random'])
+    'synthetic:seed=-1', 'synthetic:communities=0', 'synthetic:locality=1.2', 'Cora:split=random',
+    'synthetic:preset=nope', 'synthetic:train=0', 'synthetic:train=0.7,val=0.5'])
 def test_bad_options_are_one_line_errors(spec):
     msg = one_line_error(spec)
     assert 'valid keys' in msg and spec.partition(':')[2].split(',')[0] in msg
@@ -80,7 +83,10 @@ def test_unknown_name_lists_known_ones():
 
 def test_synthetic_default_and_options():
     g = load_dataset('synthetic')
-    assert (g.num_nodes, g.num_features, g.num_classes) == (3000, 64, 8)
+    d = PRESETS['default'].options
+    assert (g.num_nodes, g.num_features, g.num_classes) == (d['nodes'], d['features'], d['classes'])
+    c = load_dataset('synthetic:preset=classic')  # the default before presets
+    assert (c.num_nodes, c.num_features, c.num_classes) == (3000, 64, 8)
     assert not g.x.is_sparse and g.meta['density'] == 1.0
     assert g.meta['options']['seed'] == 0 and 'random' in g.meta['split']
     h = load_dataset('synthetic:nodes=500,classes=3,features=5,seed=4', seed=9, sparse='always')
@@ -127,7 +133,8 @@ def test_data_root_and_list_datasets(no_shared, monkeypatch):
     monkeypatch.setenv('DIGEST_DATA', '/env')
     assert data_root() == Path('/env') and data_root('/x') == Path('/x')
     rows = {r['name']: r for r in list_datasets(no_shared)}
-    assert set(rows) == {i.name for i in REGISTRY.values()}
+    assert set(rows) == {i.name for i in REGISTRY.values()} | {f'synthetic:preset={p}' for p in PRESETS
+                                                             if p != 'default'}
     assert rows['synthetic']['available'] and not rows['Cora']['available']
     assert rows['ogbn-products']['where'] == str(no_shared / 'ogbn_products')
     assert {r['kind'] for r in rows.values()} == {'synthetic', 'planetoid', 'amazon', 'coauthor',

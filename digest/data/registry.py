@@ -10,6 +10,8 @@ from pathlib import Path
 
 import numpy as np
 
+from .presets import PRESETS, resolve
+
 # Read-only mirror of raw files (PyG folder layout), next to the repository: <repo>/../shared.
 SHARED_DATASETS = Path(__file__).resolve().parents[3] / 'shared' / 'datasets'
 
@@ -83,7 +85,10 @@ SYNTHETIC_KEYS = {
     'signal': (float, lambda v: v >= 0, 'a number >= 0'),
     'degree_exp': (float, lambda v: v > 1, 'a number > 1'),
     'communities': (int, lambda v: v >= 1, 'an int >= 1'),
-    'locality': (float, lambda v: 0 <= v <= 1, 'a number in [0, 1]')}
+    'locality': (float, lambda v: 0 <= v <= 1, 'a number in [0, 1]'),
+    'train': (float, lambda v: 0 < v < 1, 'a number in (0, 1)'),
+    'val': (float, lambda v: 0 <= v < 1, 'a number in [0, 1)'),
+    'preset': (str, lambda v: v in PRESETS, 'one of ' + ', '.join(PRESETS))}
 
 
 # (nodes, directed edges after symmetrisation, features) of the registered datasets: enough to
@@ -102,7 +107,12 @@ def data_root(root: str | os.PathLike | None = None) -> Path:
 
 
 def parse_spec(spec: str) -> tuple[DatasetInfo, dict]:
-    """``'synthetic:nodes=2000,homophily=0.7'`` -> (registry entry, typed options)."""
+    """``'synthetic:nodes=2000,homophily=0.7'`` -> (registry entry, typed options).
+
+    Synthetic options are the generator's keyword arguments, resolved: ``synthetic`` alone is
+    ``synthetic:preset=default``; ``preset=NAME`` puts that preset's options under the explicit
+    keys (``synthetic:preset=arxiv-like,nodes=20000``); explicit keys without a preset stand on
+    ``make_synthetic``'s defaults, as before presets existed (``presets.resolve``)."""
     name, _, opts = str(spec).strip().partition(':')
     info = REGISTRY.get(name.strip().lower().replace('_', '-'))
     if info is None:
@@ -116,6 +126,11 @@ def parse_spec(spec: str) -> tuple[DatasetInfo, dict]:
         if key not in keys or not eq or key in out:
             raise DatasetError(f'bad option {item!r} in {spec!r}; {valid}')
         kind, ok, want = keys[key]
+        if kind is str:
+            if not ok(text):
+                raise DatasetError(f'bad value {item!r} in {spec!r}: {key} must be {want}; {valid}')
+            out[key] = text
+            continue
         try:
             num = float(text)
             value = kind(num) if np.isfinite(num) and (kind is float or num.is_integer()) else None
@@ -124,10 +139,13 @@ def parse_spec(spec: str) -> tuple[DatasetInfo, dict]:
         if value is None or not ok(value):
             raise DatasetError(f'bad value {item!r} in {spec!r}: {key} must be {want}; {valid}')
         out[key] = value
+    if info.kind == 'synthetic':
+        out = resolve(out or {'preset': 'default'})
     n = out.get('nodes', 3000)
-    if out.get('classes', 1) > n or out.get('avg_degree', 0) > n - 1:
-        raise DatasetError(f'bad options in {spec!r}: need classes <= nodes and '
-                           f'avg_degree <= nodes - 1; {valid}')
+    if out.get('classes', 1) > n or out.get('avg_degree', 0) > n - 1 or \
+            out.get('train', 0.6) + out.get('val', 0.2) > 1:
+        raise DatasetError(f'bad options in {spec!r}: need classes <= nodes, '
+                           f'avg_degree <= nodes - 1 and train + val <= 1; {valid}')
     return info, out
 
 
@@ -136,9 +154,19 @@ def _missing(info: DatasetInfo, base: Path) -> list[str]:
 
 
 def list_datasets(root: str | os.PathLike | None = None) -> list[dict]:
-    """Every registered dataset: name, kind, available, where (folder for its files), url."""
+    """Every registered dataset: name, kind, available, where (folder for its files), url; after
+    ``synthetic`` (its default preset), one row per other preset, ``where`` giving its size."""
     r = data_root(root)
-    return [dict(name=i.name, kind=i.kind, url=i.url,
-                 where=str(r / i.folder) if i.folder else '(generated)',
+    rows = [dict(name=i.name, kind=i.kind, url=i.url,
+                 where=str(r / i.folder) if i.folder else '(generated) ' + _size(PRESETS['default']),
                  available=i.kind == 'synthetic' or not _missing(i, r)
                  or not _missing(i, SHARED_DATASETS)) for i in REGISTRY.values()]
+    presets = [dict(name=f'synthetic:preset={k}', kind='synthetic', url='', available=True,
+                    where=f'(generated) {_size(p)}; {p.about}')
+               for k, p in PRESETS.items() if k != 'default']
+    return rows[:1] + presets + rows[1:]
+
+
+def _size(p) -> str:
+    return (f'{p.nodes:,} nodes, {p.edges:,} directed edges, {p.features} features, '
+            f'{p.classes} classes, edge homophily {p.homophily:.2f}')
