@@ -22,6 +22,13 @@ class TrainConfig:
                       "synthetic:nodes=100000,avg_degree=20")
     data_root: str | None = _f(None, "data root (default: $DIGEST_DATA or ./data)")
     sparse: str = _f("auto", "keep low-density features sparse", choices=("auto", "always", "never"))
+    # Row-normalised inputs (data.normalize_rows; PyG's NormalizeFeatures for non-negative
+    # features): raw bag-of-words rows (Photo, Computers) have L1 norms in the hundreds, and at
+    # lr 0.01 SAGE's first Adam step blows up its logits and kills its first-layer ReLUs (issue 16
+    # item 10). Off by default, so runs without it are unchanged; recorded in every run's config.
+    normalize_features: bool = _f(False, "divide each node's input features by their L1 norm (at "
+                                  "least 1), as PyG's NormalizeFeatures; SAGE needs it (or a lower "
+                                  "--lr) on raw bag-of-words features such as Photo's")
     # how to split it
     workers: int = _f(1, "worker processes (ignored under torchrun, which sets WORLD_SIZE)")
     partitioner: str = _f("metis", "graph partitioner (metis: balanced nodes, metis-edges: "
