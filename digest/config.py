@@ -35,6 +35,11 @@ class DataConfig:
     data_root: str | None = option(None, "data root (default: $DIGEST_DATA or ./data)")
     sparse: str = option("auto", "keep low-density features sparse",
                          choices=("auto", "always", "never"))
+    # raw bag-of-words rows (Photo, Computers) have L1 norms in the hundreds: at lr 0.01 SAGE's
+    # first Adam step blows up its logits and kills its first-layer ReLUs (issue 16 item 10)
+    normalize_features: bool = option(False, "divide each node's input features by their L1 norm "
+                                      "(at least 1), as PyG's NormalizeFeatures; SAGE needs it (or "
+                                      "a lower --lr) on raw bag-of-words features such as Photo's")
     partitioner: str = option("metis", "graph partitioner (metis: balanced nodes, metis-edges: "
                               "balanced edges, random)", choices=PARTITIONERS)
 

@@ -96,13 +96,18 @@ def versions() -> dict:
     return out
 
 
-def git_commit() -> str:
+def git_commit(here: Path | None = None) -> str:
+    """HEAD, with "-dirty" when tracked files outside results/ and plots/ differ from it. Those two
+    folders hold outputs, committed run files included (issue 16 item 7): a suite that reruns a
+    committed run rewrites its summary.json, which must not mark the code of every later run as
+    uncommitted."""
     try:
-        here = Path(__file__).resolve().parent
+        here = Path(here or Path(__file__).resolve().parent)
         out = subprocess.run(["git", "rev-parse", "HEAD"], cwd=here, capture_output=True,
                              text=True, timeout=5)
-        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=here,
-                               capture_output=True, text=True, timeout=5).stdout.strip()
+        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no", "--",
+                                ":(top)", ":(top,exclude)results", ":(top,exclude)plots"],
+                               cwd=here, capture_output=True, text=True, timeout=5).stdout.strip()
         return out.stdout.strip() + ("-dirty" if dirty else "") if out.returncode == 0 else "unknown"
     except Exception:
         return "unknown"

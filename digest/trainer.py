@@ -17,6 +17,7 @@ from tqdm import tqdm
 
 from . import checkpoint, comm, evaluation, methods, records
 from .config import TrainConfig
+from .data import normalize_rows
 from .halo import ExactHalo, HaloPlan
 from .local_graph import LocalPart
 from .metrics import atomic_write, csv_text, peak_memory_mb, write_json
@@ -56,8 +57,10 @@ class Trainer:
         self.eval_view = model_cls.view(part) if self.policy.induced else self.view
         # (inner, halo) input rows; sparse inputs stay sparse where the model can use them. The
         # induced graph reads inner rows only; evaluation always reads inner + halo rows.
+        # --normalize-features: row by row, so a worker's rows are the whole graph's rows
+        x = normalize_rows(part.x) if cfg.data.normalize_features else part.x
         self.x = tuple(t if t is None else t.to(dev)
-                       for t in model_cls.inputs(part.x, part.n_inner))
+                       for t in model_cls.inputs(x, part.n_inner))
         self.x_train = (self.x[0], None) if self.policy.induced else self.x
         self.view, self.eval_view = _to(self.view, dev), _to(self.eval_view, dev)
         self.eval_halo = ExactHalo(part, self.plan, fwd="eval")  # not counted as training bytes

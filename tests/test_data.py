@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 import torch
 
+import digest.data as data
 import digest.data.registry as registry
 from digest.data import (REGISTRY, DatasetError, data_root, list_datasets, load_dataset,
                          parse_spec, validate)
@@ -260,3 +261,20 @@ def test_validate_rejects_bad_graphs():
     g.edge_index = torch.tensor([[0], [7]])
     with pytest.raises(DatasetError):
         validate(g)
+
+
+def test_normalize_rows_is_pygs_normalize_features_on_non_negative_features():
+    """--normalize-features (issue 16 item 10): each row / max(1, its L1 norm); on non-negative
+    features exactly PyG's NormalizeFeatures; dense and sparse COO alike."""
+    from torch_geometric.data import Data
+    from torch_geometric.transforms import NormalizeFeatures
+    g = torch.Generator().manual_seed(0)
+    x = (torch.rand(50, 30, generator=g) < 0.3).float() * torch.rand(50, 30, generator=g) * 5
+    x[3] = 0  # an empty row stays empty
+    x[4] = 0
+    x[4, 7] = 0.5  # a row whose norm is below 1 is not scaled up (PyG clamps the sum at 1)
+    want = NormalizeFeatures()(Data(x=x.clone())).x
+    assert torch.allclose(data.normalize_rows(x), want)
+    sparse = data.normalize_rows(x.to_sparse_coo())
+    assert sparse.is_sparse and torch.allclose(sparse.to_dense(), want)
+    assert torch.equal(data.normalize_rows(x)[4], x[4])

@@ -24,3 +24,24 @@ def test_peak_memory_counts_this_program_not_the_parent_that_started_it():
                          cwd=REPO, env={**os.environ, "PYTHONPATH": str(REPO)})
     assert float(out.stdout) < mine - 300
     del big
+
+
+def test_git_commit_is_dirty_for_code_changes_not_for_committed_results(tmp_path):
+    """Rerunning a committed suite run rewrites its tracked summary.json: that must not mark the
+    code as uncommitted (issue 16 item 7); a change to a tracked source file must."""
+    from digest.metrics import git_commit
+    git = ["git", "-c", "user.name=t", "-c", "user.email=t@t", "-c", "commit.gpgsign=false"]
+    for f in ("digest/x.py", "results/runs/a/summary.json", "plots/p.png", "results/tables.md"):
+        (tmp_path / f).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / f).write_text("0\n")
+    subprocess.run(["git", "init", "-q"], cwd=tmp_path, check=True)
+    subprocess.run([*git, "add", "-A"], cwd=tmp_path, check=True)
+    subprocess.run([*git, "commit", "-q", "-m", "c"], cwd=tmp_path, check=True)
+    head = git_commit(tmp_path / "digest")
+    assert len(head) == 40 and not head.endswith("-dirty")
+    for f in ("results/runs/a/summary.json", "plots/p.png", "results/tables.md"):
+        (tmp_path / f).write_text("1\n")
+    (tmp_path / "digest" / "new.py").write_text("untracked\n")
+    assert git_commit(tmp_path / "digest") == head
+    (tmp_path / "digest" / "x.py").write_text("1\n")
+    assert git_commit(tmp_path / "digest") == head + "-dirty"

@@ -11,10 +11,10 @@ hide the shared mirror patch ``digest.data.registry.SHARED_DATASETS``, which the
 call time.
 """
 from .integrity import check_memory, memory_estimate, validate
-from .loaders import SPARSE_BELOW, load_dataset
+from .loaders import SPARSE_BELOW, load_dataset, normalize_rows
 from .registry import (REGISTRY, SIZES, SYNTHETIC_KEYS, DatasetError, DatasetInfo, data_root,
                        list_datasets, parse_spec)
 
 __all__ = ['REGISTRY', 'SIZES', 'SYNTHETIC_KEYS', 'SPARSE_BELOW', 'DatasetError', 'DatasetInfo',
            'check_memory', 'data_root', 'list_datasets', 'load_dataset', 'memory_estimate',
-           'parse_spec', 'validate']
+           'normalize_rows', 'parse_spec', 'validate']
