@@ -36,8 +36,8 @@ class ParameterServer:
     completed steps when its forward computed the rows (for the staleness reported), ``seq`` = the
     number of the owner's push that brought them (1 = its start-up seed). A worker asks for blocks
     by ``seq``, not by ``tag``: the seed and the push after step 0 both carry tag 0 (both computed
-    with 0 steps completed), so "tag greater than the one held" never served the latter, which is
-    the only refresh the halo gets between steps 0 and I with ``--sync-interval 1``. ``budget``: gradients to apply in all
+    with 0 steps completed), so "tag greater than the one held" never served the latter (with
+    ``--sync-interval 1``, the rows step 1 should read). ``budget``: gradients to apply in all
     (M x epochs); once it is spent, a pushed gradient is dropped and the reply says done.
     ``lr``: per arrival (the trainer passes lr / M, asynchronous.py's docstring)."""
 
