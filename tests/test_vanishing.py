@@ -4,7 +4,6 @@ DIGEST, and every schedule keeps DIGEST's exact step 0."""
 from __future__ import annotations
 
 import pytest
-import torch
 
 from baselines.vanishing import interval_at
 from digest import comm
