@@ -29,7 +29,7 @@ def record(cfg, rt, part):
         steps.append({"used": {l: v.clone() for l, v in policy.used.items()},
                       "computed": {l: v.clone() for l, v in policy.latest.items()},
                       "params": params, "loss": loss, "store_bytes": comm.traffic.bytes["store"],
-                      "age": policy.age})
+                      "age": policy.age, "state": policy.state()})
     return part.global_ids, part.n_inner, steps
 
 
@@ -113,19 +113,6 @@ def test_the_store_fill_runs_as_the_pushes_do(tmp_path):
         assert modes == [True] and after is True
 
 
-def record_errors(cfg, rt, part):
-    """Per step: the halo rows used, the inner rows computed and the policy's metric state."""
-    trainer = Trainer(cfg, rt, part)
-    steps = []
-    for t in range(cfg.optim.epochs):
-        trainer.step(t)
-        policy = trainer.policy
-        steps.append({"used": {l: v.clone() for l, v in policy.used.items()},
-                      "computed": {l: v.clone() for l, v in policy.latest.items()},
-                      "state": policy.state()})
-    return part.global_ids, part.n_inner, steps
-
-
 def test_stale_error_per_layer_at_each_sync(tmp_path):
     """Issue 16 item 11: at every sync, each layer's ||stale - fresh|| / ||fresh|| over the halo
     rows the step read (stale) and the owners' rows of that same step (fresh); None between."""
@@ -133,7 +120,7 @@ def test_stale_error_per_layer_at_each_sync(tmp_path):
     part_dir = prepare_partition("store", 2, "metis", 0, tmp_path, graph=graph)
     cfg = TrainConfig.of(dataset="store", method="digest", sync_interval=3, hidden=8, layers=3,
                       dropout=0.5, epochs=9)
-    ranks = run_workers(record_errors, cfg, part_dir, 2)
+    ranks = run_workers(record, cfg, part_dir, 2)
     computed = {}  # (step, layer) -> every node's rows as computed by its owner in that step
     for ids, n_inner, steps in ranks:
         for t, s in enumerate(steps):
