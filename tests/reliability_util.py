@@ -46,10 +46,11 @@ def _terminal_signals() -> None:
 
 
 def cli(args, data_root, cwd, env: dict | None = None, timeout: float = 180,
-        interrupt_after: float | None = None) -> Result:
+        interrupt_after: float | None = None, interrupt_when: Path | None = None) -> Result:
     """``python -m digest *args``; ``env`` adds variables (the fault-injection hooks);
-    ``interrupt_after`` seconds: Ctrl-C, i.e. SIGINT to the whole process group, as a terminal
-    sends it (``seconds`` then counts from the interrupt)."""
+    ``interrupt_after`` seconds, or once the file ``interrupt_when`` exists (the run is training,
+    not still starting up): Ctrl-C, i.e. SIGINT to the whole process group, as a terminal sends it
+    (``seconds`` then counts from the interrupt)."""
     full = {k: v for k, v in os.environ.items() if k not in FAULTS and k != "DIGEST_DEBUG"}
     full.update(DIGEST_DATA=str(data_root), PYTHONPATH=str(ROOT), **(env or {}))
     if set(env or ()) & set(FAULTS):
@@ -66,9 +67,10 @@ def cli(args, data_root, cwd, env: dict | None = None, timeout: float = 180,
                                 preexec_fn=_terminal_signals)
         seen: dict[int, psutil.Process] = {}
         while proc.poll() is None:
-            if interrupt_after is not None and time.monotonic() - t0 > interrupt_after:
+            due = interrupt_after is not None and time.monotonic() - t0 > interrupt_after
+            if due or (interrupt_when is not None and Path(interrupt_when).exists()):
                 os.killpg(proc.pid, signal.SIGINT)
-                interrupt_after, t0 = None, time.monotonic()
+                interrupt_after, interrupt_when, t0 = None, None, time.monotonic()
             if time.monotonic() - t0 > timeout:
                 os.killpg(proc.pid, signal.SIGKILL)
                 proc.wait()
