@@ -33,6 +33,18 @@ def record(cfg, rt, part):
     return part.global_ids, part.n_inner, steps
 
 
+def owners_rows(ranks, num_nodes: int) -> dict:
+    """(step, layer) -> every node's rows ``[num_nodes, F]`` as computed by its owner in that step,
+    from ``record``'s output of every rank."""
+    computed = {}
+    for ids, n_inner, steps in ranks:
+        for t, s in enumerate(steps):
+            for l, rows in s["computed"].items():
+                full = computed.setdefault((t, l), torch.zeros(num_nodes, rows.size(1)))
+                full[ids[:n_inner]] = rows
+    return computed
+
+
 def _graph():
     return make_synthetic(nodes=240, classes=4, avg_degree=8, features=12, seed=7)
 
@@ -43,12 +55,7 @@ def test_interval_one_uses_the_owners_rows_of_the_previous_step(tmp_path):
     cfg = TrainConfig.of(dataset="store", method="digest", sync_interval=1, hidden=8, layers=3,
                       dropout=0.0, epochs=STEPS)
     ranks = run_workers(record, cfg, part_dir, 3)
-    computed = {}  # (step, layer) -> global rows computed by their owners
-    for ids, n_inner, steps in ranks:
-        for t, s in enumerate(steps):
-            for l, rows in s["computed"].items():
-                full = computed.setdefault((t, l), torch.zeros(graph.num_nodes, rows.size(1)))
-                full[ids[:n_inner]] = rows
+    computed = owners_rows(ranks, graph.num_nodes)
     for ids, n_inner, steps in ranks:
         halo_ids = ids[n_inner:]
         for t in range(1, STEPS):
@@ -121,12 +128,7 @@ def test_stale_error_per_layer_at_each_sync(tmp_path):
     cfg = TrainConfig.of(dataset="store", method="digest", sync_interval=3, hidden=8, layers=3,
                       dropout=0.5, epochs=9)
     ranks = run_workers(record, cfg, part_dir, 2)
-    computed = {}  # (step, layer) -> every node's rows as computed by its owner in that step
-    for ids, n_inner, steps in ranks:
-        for t, s in enumerate(steps):
-            for l, rows in s["computed"].items():
-                full = computed.setdefault((t, l), torch.zeros(graph.num_nodes, rows.size(1)))
-                full[ids[:n_inner]] = rows
+    computed = owners_rows(ranks, graph.num_nodes)
     for ids, n_inner, steps in ranks:
         for t, s in enumerate(steps):
             if (t + 1) % 3:
