@@ -201,8 +201,8 @@ def rpc_init(timeout_s: float = 300.0, threads: int | None = None, extra: int = 
     timeout = datetime.timedelta(seconds=timeout_s)
     port = torch.zeros(1, dtype=torch.long)
     if me == 0:
-        store = dist.TCPStore(host, 0, M + extra, is_master=True, timeout=timeout,
-                              wait_for_workers=False)
+        from .listen import master_store  # on DIGEST_BIND_ADDR only, where the launcher set it
+        store = master_store(host, 0, M + extra, timeout=timeout)
         port[0] = store.port
         if start_extra is not None:
             start_extra(host, store.port)

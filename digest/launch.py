@@ -158,13 +158,15 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def launch(fn, args: tuple, nprocs: int, monitor_interval: float = 0.5):
+def launch(fn, args: tuple, nprocs: int, monitor_interval: float = 0.5, env: dict | None = None):
     """Run ``fn(*args)`` in ``nprocs`` processes on this machine; returns rank 0's return value."""
-    return launch_all(fn, args, nprocs, monitor_interval).get(0)
+    return launch_all(fn, args, nprocs, monitor_interval, env).get(0)
 
 
-def launch_all(fn, args: tuple, nprocs: int, monitor_interval: float = 0.5) -> dict:
-    """Run ``fn(*args)`` in ``nprocs`` processes; returns {rank: return value}.
+def launch_all(fn, args: tuple, nprocs: int, monitor_interval: float = 0.5,
+               env: dict | None = None) -> dict:
+    """Run ``fn(*args)`` in ``nprocs`` processes; returns {rank: return value}. ``env``: more
+    variables for the workers (on top of the loopback-only ones, digest/listen.py).
 
     When any worker dies (signal, exception, exit code) the agent stops the others and we raise
     ``WorkerFailed`` naming the lost ranks.
@@ -173,17 +175,23 @@ def launch_all(fn, args: tuple, nprocs: int, monitor_interval: float = 0.5) -> d
     from torch.distributed.elastic.multiprocessing.errors import ChildFailedError
     from torch.distributed.launcher.api import LaunchConfig, elastic_launch
 
+    from . import listen
+
     quiet_torch_logs()
     method = start_method()
     prestart()  # no-op if the caller (the CLI) already started it
+    # every listener of a single-node run on loopback: the rendezvous stores (digest/listen.py),
+    # gloo's and TensorPipe's sockets (the workers' environment)
     config = LaunchConfig(
         min_nodes=1, max_nodes=1, nproc_per_node=nprocs, run_id=uuid.uuid4().hex,
-        rdzv_backend="c10d", rdzv_endpoint=f"127.0.0.1:{free_port()}", max_restarts=0,
-        monitor_interval=monitor_interval, start_method=method,
+        rdzv_backend=listen.register_loopback_rendezvous(), rdzv_endpoint=f"{listen.LOOPBACK}:0",
+        local_addr=listen.LOOPBACK, max_restarts=0, monitor_interval=monitor_interval,
+        start_method=method,
     )
     lost = None
     try:
-        results = elastic_launch(config, _guarded)(fn, args, _Inherit())
+        with listen.worker_env({**listen.loopback_env(), **(env or {})}):
+            results = elastic_launch(config, _guarded)(fn, args, _Inherit())
     except ChildFailedError as e:
         lost = "lost worker " + ", ".join(_describe(r, f) for r, f in sorted(e.failures.items()))
     except SignalException as e:  # the launcher itself got a signal: workers are stopped
