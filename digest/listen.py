@@ -25,6 +25,7 @@ from contextlib import contextmanager
 
 BIND_ENV = "DIGEST_BIND_ADDR"
 LOOPBACK = "127.0.0.1"
+WIRE_ENV = "DIGEST_TP_WIRE_ONLY"
 BACKEND = "digest-loopback"  # the elastic launcher's rendezvous backend for single-node runs
 
 
@@ -90,6 +91,13 @@ def worker_env(values: dict):
                 os.environ.pop(k, None)
             else:
                 os.environ[k] = v
+
+
+def tensorpipe_options() -> dict:
+    """TensorPipe's transports and channels: all of them, except in an emulated cluster
+    (``DIGEST_TP_WIRE_ONLY``), where every rpc byte must cross the shaped links: TCP ("uv") and
+    the basic channel only (shared memory and cross-memory attach would bypass them)."""
+    return {"_transports": ["uv"], "_channels": ["basic"]} if os.environ.get(WIRE_ENV) else {}
 
 
 def loopback_env() -> dict:
