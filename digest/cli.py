@@ -108,7 +108,7 @@ def worker(cfg_dict: dict, part_dir: str | None, out_dir: str) -> dict | None:
     """Body of every worker process (spawned by the launcher or started by torchrun)."""
     import torch
 
-    from . import cache, comm, metrics, perf
+    from . import cache, comm, metrics, netem, perf
     from .trainer import Trainer
 
     methods = import_methods()
@@ -129,7 +129,8 @@ def worker(cfg_dict: dict, part_dir: str | None, out_dir: str) -> dict | None:
                  "machine": metrics.machine(rt.world_size, rt.local_world_size, threads),
                  "versions": metrics.versions(), "git_commit": metrics.git_commit(),
                  "backend": rt.backend, "world_size": rt.world_size,
-                 "command": " ".join(["python -m digest"] + sys.argv[1:])}
+                 "command": " ".join(["python -m digest"] + sys.argv[1:]),
+                 **netem.summary_extra()}  # --emulate-network: the links, under "emulation"
         return trainer.fit(Path(out_dir), extra)
     finally:
         comm.teardown()
@@ -208,6 +209,11 @@ def cmd_train(args) -> int:
         prestart(WORKER_MODULES)  # its imports overlap with the partition's loading
     if cfg.runtime.resume:
         cfg = _resume_config(cfg, given, world)
+    rt = cfg.runtime
+    if rt.emulate_network or rt.emulate_latency:  # what is missing: one line (2), before anything
+        from .netem import check
+        check(rt.emulate_network, rt.emulate_latency, world or rt.workers, under_torchrun(),
+              getattr(args, "argv", None))
     _check_dataset(cfg.data.dataset, world or cfg.runtime.workers, "--workers")
     if under_torchrun():  # this process is one of torchrun's workers
         interrupt_once()
@@ -217,12 +223,19 @@ def cmd_train(args) -> int:
         world = cfg.runtime.workers
         out_dir = cfg.runtime.resume or cfg.run_dir(world)
         args_ = (cfg.flat(), str(_prepare(cfg, world)), out_dir)
-        summary = worker(*args_) if world == 1 else launch(worker, args_, world)
+        if cfg.runtime.emulate_network:  # every worker in a network namespace of its own
+            from .netem import launch_emulated
+            summary = launch_emulated(worker, args_, world, cfg.runtime.emulate_network,
+                                      cfg.runtime.emulate_latency)
+        else:
+            summary = worker(*args_) if world == 1 else launch(worker, args_, world)
     if summary:
         mb = summary["mean_bytes_per_epoch"] / 2**20
         print(f"{cfg.method} on {cfg.data.dataset} with {world} worker(s): best val "
               f"{summary['best_val']:.4f}, test at best val {summary['test_at_best_val']:.4f}, "
-              f"{summary['mean_epoch_time'] * 1e3:.1f} ms/epoch, {mb:.2f} MiB/epoch -> {out_dir}")
+              f"{summary['mean_epoch_time'] * 1e3:.1f} ms/epoch"
+              + (f" ({summary['emulation']['label']})" if summary.get("emulation") else "")
+              + f", {mb:.2f} MiB/epoch -> {out_dir}")
     return 0
 
 
@@ -256,6 +269,7 @@ def main(argv=None) -> int:
     try:
         # building the train parser imports every method (torch): Ctrl-C may come in there too
         args = parser().parse_args(argv)  # argparse exits 2 with one usage line on bad flags
+        args.argv = list(sys.argv[1:] if argv is None else argv)  # re-executed in a namespace
         return args.func(args)
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)

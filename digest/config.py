@@ -77,6 +77,12 @@ class RuntimeConfig:
     progress: bool = option(True, "show a progress bar")
     profile: str | None = option(None, "write torch.profiler reports of training steps 5-14 (each "
                                  "rank's operator table and timeline) into this directory")
+    emulate_network: str = option("", "emulate a cluster on this machine: each worker in a network "
+                                  "namespace of its own, its link to a virtual switch shaped to "
+                                  "this bandwidth each way, e.g. 1gbit, 100mbit (root or user "
+                                  "namespaces; digest/netem.py)")
+    emulate_latency: str = option("", "with --emulate-network: one-way latency between two "
+                                  "workers, e.g. 100us (needs the kernel's netem qdisc)")
 
 
 SECTIONS = {"data": DataConfig, "model": ModelConfig, "optim": OptimConfig, "runtime": RuntimeConfig}

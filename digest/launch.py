@@ -116,6 +116,8 @@ def _guarded(fn, args: tuple, inherited=None):
     after GRACE_S, so the launcher's single line names the rank that really failed."""
     interrupt_once()
     try:
+        from .netem import enter_from_env
+        enter_from_env()  # --emulate-network: this rank's network namespace, before any socket
         return fn(*args)
     except Exception as e:  # noqa: BLE001 - classified and reported below
         rank = os.environ.get("RANK", "?")

@@ -1,0 +1,201 @@
+"""The emulated cluster (``--emulate-network``, digest/netem.py; issue 18): every worker in a
+network namespace of its own behind a shaped link, for every method; the communication time it
+measures is what the bytes cost at that bandwidth; nothing is left behind, however the run ends.
+
+The runs need root (or user namespaces) and iproute2; they skip with the reason elsewhere."""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import time
+
+import pandas as pd
+import pytest
+
+from digest import netem
+from digest.cli import main
+from reliability_util import cli
+
+SMALL = "synthetic:nodes=300,avg_degree=5,features=16,classes=4,seed=1"
+
+
+def _why_not() -> str | None:
+    if shutil.which("ip") is None or shutil.which("tc") is None:
+        return "iproute2 (ip, tc) is not installed"
+    if os.geteuid() != 0:
+        return "needs root (the runs create network namespaces, veths, a bridge, tbf qdiscs)"
+    probe = f"dg-{os.urandom(3).hex()}-w0"
+    if subprocess.run(["ip", "netns", "add", probe], capture_output=True).returncode != 0:
+        return "`ip netns add` is not permitted here"
+    subprocess.run(["ip", "netns", "del", probe], capture_output=True)
+    return None
+
+
+WHY_NOT = _why_not()
+needs_netns = pytest.mark.skipif(WHY_NOT is not None, reason=str(WHY_NOT))
+
+
+def ours() -> set[str]:
+    """Namespaces and host interfaces an emulated run could leave behind."""
+    spaces = {line.split()[0] for line in subprocess.run(
+        ["ip", "netns", "list"], capture_output=True, text=True).stdout.splitlines()
+        if line.startswith("dg-")}
+    links = {line.split(":")[1].strip() for line in subprocess.run(
+        ["ip", "-o", "link"], capture_output=True, text=True).stdout.splitlines()}
+    records = {p.name for p in netem._state_dir().glob("*")}
+    return spaces | {f"link:{x}" for x in links} | {f"record:{x}" for x in records}
+
+
+@pytest.fixture
+def clean():
+    """What the test started with; afterwards nothing more than that (namespaces, links, records)."""
+    before = ours()
+    yield
+    left = ours() - before
+    assert not left, f"left behind: {sorted(left)}"
+
+
+def train(out, method="exact", bandwidth="1gbit", *extra, dataset=SMALL, workers=2, epochs=3):
+    return ["train", "--dataset", dataset, "--method", method, "--workers", workers,
+            "--hidden", 16, "--epochs", epochs, "--sync-interval", 2, "--timeout", 30,
+            "--no-progress", "--out", out, "--emulate-network", bandwidth, *extra]
+
+
+# -- what is checked before anything starts: one line, exit status 2 -------------------------------
+def _one_line(capsys, args) -> tuple[int, list[str]]:
+    capsys.readouterr()
+    rc = main([str(a) for a in args])
+    return rc, [x for x in capsys.readouterr().err.splitlines() if x.strip()]
+
+
+def test_bad_requests_are_one_line_usage_errors(tmp_path, capsys, data_root):
+    for args, words in [(train(tmp_path, bandwidth="fast"), "give a rate like"),
+                        (train(tmp_path, workers=1), "needs --workers 2 or more"),
+                        (["train", "--emulate-latency", "1ms"], "needs --emulate-network")]:
+        rc, err = _one_line(capsys, args)
+        assert rc == 2 and len(err) == 1 and words in err[0], err
+
+
+def test_without_root_or_user_namespaces_the_error_says_what_is_missing(tmp_path, capsys,
+                                                                         monkeypatch, data_root):
+    monkeypatch.setattr(netem.os, "geteuid", lambda: 1000)
+    monkeypatch.setattr(netem, "_userns_ok", lambda: False)
+    rc, err = _one_line(capsys, train(tmp_path))
+    assert rc == 2 and len(err) == 1 and "needs root, or unprivileged user namespaces" in err[0]
+
+
+@needs_netns
+def test_latency_needs_netem_which_this_kernel_lacks(tmp_path, capsys, data_root, clean):
+    if netem._has_netem():
+        pytest.skip("this kernel has netem: --emulate-latency is available here")
+    rc, err = _one_line(capsys, train(tmp_path, "exact", "1gbit", "--emulate-latency", "1ms"))
+    assert rc == 2 and len(err) == 1 and "needs the netem qdisc" in err[0], err
+
+
+def test_rates_in_tc_units():
+    assert netem.parse_rate("20mbit") == (20e6, "20mbit")
+    assert netem.parse_rate("1.5Gbit") == (1.5e9, "1.5gbit")
+    for bad in ("20", "20mb", "-1gbit", "0mbit"):
+        with pytest.raises(netem.EmulationError):
+            netem.parse_rate(bad)
+
+
+# -- runs ------------------------------------------------------------------------------------------
+@needs_netns
+def test_comm_time_is_bytes_over_bandwidth_at_20mbit(tmp_path, clean):
+    """2 workers, exact, 20 Mbit/s each way: every epoch's communication time (the slowest
+    worker's time inside collectives) is within 30% of its bytes / bandwidth (a worker sends its
+    bytes over its own link while it receives the other's over the same link's other direction).
+    On the default synthetic graph with 64 hidden columns a worker sends 0.92 MB per epoch."""
+    out = tmp_path / "run"
+    done = cli(["train", "--dataset", "synthetic", "--hidden", 64, "--workers", 2, "--epochs", 5,
+                "--eval-every", 100, "--no-progress", "--out", out, "--emulate-network", "20mbit"],
+               tmp_path / "data", tmp_path, timeout=300)
+    assert done.rc == 0 and done.survivors == [], done.stderr[-3000:]
+    assert [x for x in done.lines if not x.startswith("building partition cache")] == [], \
+        done.stderr  # no warnings from inside the namespaces
+    assert "(emulated @ 20mbit)" in done.stdout
+    m = pd.read_csv(out / "metrics.csv")
+    predicted = m[["bytes_w0", "bytes_w1"]].max(axis=1) / (20e6 / 8)
+    ratio = (m["comm_time"] / predicted).iloc[1:]  # epoch 0 includes TCP's first ramp-up
+    assert ratio.between(0.7, 1.3).all(), list(ratio)
+    summary = json.loads((out / "summary.json").read_text())
+    e = summary["emulation"]
+    assert e["label"] == "emulated @ 20mbit" and e["bandwidth_bit_s"] == 20e6 and e["mtu"] == 1500
+    assert e["qdisc"].startswith("tbf rate 20mbit") and len(e["namespaces"]) == 2
+    assert e["bridge"].startswith("br0 in namespace dg-")
+
+
+@needs_netns
+@pytest.mark.parametrize("method", ["partition", "digest", "digest-async", "varco"])
+def test_every_method_runs_the_same_command(method, tmp_path, clean):
+    """exact is above; DIGEST-A's server joins from rank 0's namespace."""
+    out = tmp_path / "run"
+    done = cli(train(out, method, "1gbit"), tmp_path / "data", tmp_path, timeout=300)
+    assert done.rc == 0 and done.survivors == [], done.stderr[-3000:]
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["status"] == "complete" and summary["emulation"]["bandwidth"] == "1gbit"
+    if method != "partition":
+        assert summary["total_bytes"] > 0
+
+
+@needs_netns
+def test_a_killed_worker_leaves_nothing(tmp_path, clean):
+    done = cli(train(tmp_path / "run", epochs=20), tmp_path / "data", tmp_path,
+               env={"DIGEST_TEST_KILL_EPOCH": "3", "DIGEST_TEST_KILL_RANK": "1"}, timeout=300)
+    assert done.rc == 1 and done.survivors == []
+    assert done.lines[-1] == "error: lost worker rank 1 (killed by signal SIGKILL)", done.stderr
+
+
+@needs_netns
+def test_the_whole_run_killed_leaves_nothing(tmp_path, clean):
+    """SIGKILL to the launcher's process group (launcher and workers at once): the watchdog
+    deletes the namespaces the launcher could not."""
+    done = cli(train(tmp_path / "run", epochs=20), tmp_path / "data", tmp_path,
+               env={"DIGEST_TEST_KILL_EPOCH": "3", "DIGEST_TEST_KILL_RANK": "group"}, timeout=300)
+    assert done.rc == -9 and done.survivors == []
+
+
+@needs_netns
+def test_ctrl_c_leaves_nothing(tmp_path, clean):
+    out = tmp_path / "run"
+    done = cli(train(out, epochs=100000, dataset="synthetic:nodes=300,seed=1"), tmp_path / "data",
+               tmp_path, interrupt_after=12, timeout=300)
+    assert done.rc == 130 and done.survivors == [] and done.lines[-1] == "interrupted", done.stderr
+    assert not (out / "summary.json").exists()
+
+
+@needs_netns
+def test_a_later_run_removes_what_a_dead_run_left(tmp_path, clean):
+    """A record whose owner is gone (here: a process that exited) and its namespace: the next
+    cluster deletes them; a namespace without a record (no proof it is dead) is left alone."""
+    dead = subprocess.Popen(["true"])
+    dead.wait()
+    run, orphan = os.urandom(3).hex(), f"dg-{os.urandom(3).hex()}-w0"
+    record = netem._state_dir() / f"{run}.json"
+    record.write_text(json.dumps({"run": run, "owner": dead.pid, "owner_start": "1",
+                                  "namespaces": [f"dg-{run}-w0"]}))
+    subprocess.run(["ip", "netns", "add", f"dg-{run}-w0"], check=True)
+    subprocess.run(["ip", "netns", "add", orphan], check=True)
+    try:
+        with netem.EmulatedCluster(2, "1gbit") as c:
+            assert not (netem.NETNS_DIR / f"dg-{run}-w0").exists() and not record.exists()
+            assert (netem.NETNS_DIR / orphan).exists()
+            assert all((netem.NETNS_DIR / n).exists() for n in c.namespaces)
+        assert not any((netem.NETNS_DIR / n).exists() for n in c.namespaces)
+    finally:
+        subprocess.run(["ip", "netns", "del", orphan], capture_output=True)
+        subprocess.run(["ip", "netns", "del", f"dg-{run}-w0"], capture_output=True)
+        record.unlink(missing_ok=True)
+
+
+@needs_netns
+def test_a_failed_start_leaves_nothing(tmp_path, clean, monkeypatch):
+    """A step of the set-up fails (here: the tbf qdisc is refused): one clear error, nothing left."""
+    monkeypatch.setattr(netem.EmulatedCluster, "qdisc", lambda self: ["tbf", "rate", "nonsense"])
+    with pytest.raises(netem.EmulationError, match="emulated cluster: `tc -n dg-"):
+        with netem.EmulatedCluster(2, "1gbit"):
+            pass
+    time.sleep(0.5)  # the watchdog exits once the launcher's side closed
