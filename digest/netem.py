@@ -104,7 +104,8 @@ def _has_netem() -> bool:
 def _userns_ok() -> bool:
     unshare = shutil.which("unshare")
     return bool(unshare) and subprocess.run(
-        [unshare, "--user", "--map-root-user", "--mount", "true"], capture_output=True).returncode == 0
+        [unshare, "--user", "--map-root-user", "--mount", "--net", "true"],
+        capture_output=True).returncode == 0
 
 
 def check(bandwidth: str, latency: str, world: int, under_torchrun: bool, argv=None) -> None:
@@ -123,7 +124,8 @@ def check(bandwidth: str, latency: str, world: int, under_torchrun: bool, argv=N
     if missing:
         raise EmulationError(f"--emulate-network needs the `{'` and `'.join(missing)}` "
                              "command(s) (iproute2)")
-    if os.geteuid() != 0:
+    # DIGEST_TEST_USERNS=1 (tests only): take the unprivileged path even as root
+    if os.geteuid() != 0 or (os.environ.get("DIGEST_TEST_USERNS") and not os.environ.get(USERNS_ENV)):
         if os.environ.get(USERNS_ENV) or not _userns_ok():
             raise EmulationError("--emulate-network needs root, or unprivileged user namespaces "
                                  "(sysctl user.max_user_namespaces > 0, and "
@@ -143,13 +145,16 @@ def _reexec_in_userns(argv) -> None:
     """Become root of a fresh user namespace (with a private mount namespace, where /run/netns
     is a tmpfs of our own) and run the same command there; never returns."""
     script = ("if [ -d /run/netns ]; then mount -t tmpfs digest /run/netns; "
-              "else mount -t tmpfs digest /run && mkdir /run/netns; fi && exec \"$@\"")
+              "else mount -t tmpfs digest /run && mkdir /run/netns; fi && "
+              "ip link set lo up && exec \"$@\"")
     os.environ[USERNS_ENV] = "1"
     sys.stdout.flush()
     sys.stderr.flush()
-    os.execvp("unshare", ["unshare", "--user", "--map-root-user", "--mount", "--propagation",
-                          "private", "sh", "-c", script, "sh", sys.executable, "-m", "digest",
-                          *argv])
+    # --net: `ip netns` switches back to the namespace it started in, which must be ours too (the
+    # launcher's stores then listen on a loopback of the run's own)
+    os.execvp("unshare", ["unshare", "--user", "--map-root-user", "--mount", "--net",
+                          "--propagation", "private", "sh", "-c", script, "sh", sys.executable,
+                          "-m", "digest", *argv])
 
 
 # -- the record of a run, and clean-up ------------------------------------------------------------

@@ -199,3 +199,16 @@ def test_a_failed_start_leaves_nothing(tmp_path, clean, monkeypatch):
         with netem.EmulatedCluster(2, "1gbit"):
             pass
     time.sleep(0.5)  # the watchdog exits once the launcher's side closed
+
+
+@needs_netns
+@pytest.mark.skipif(not netem._userns_ok(), reason="unprivileged user namespaces are not allowed")
+def test_the_unprivileged_path_runs_in_a_user_namespace(tmp_path, clean):
+    """What a user without root gets where the kernel allows user namespaces: the run
+    re-executes itself as root of a user + mount + network namespace of its own (forced here,
+    as root, by the test hook DIGEST_TEST_USERNS); its namespaces vanish with it."""
+    out = tmp_path / "run"
+    done = cli(train(out, "digest-async", "100mbit"), tmp_path / "data", tmp_path,
+               env={"DIGEST_TEST_USERNS": "1"}, timeout=300)
+    assert done.rc == 0 and done.survivors == [], done.stderr[-3000:]
+    assert json.loads((out / "summary.json").read_text())["emulation"]["userns"] is True
