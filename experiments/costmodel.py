@@ -1,10 +1,14 @@
 """Network cost model (METHODS.md section 7): what an M-machine cluster would see.
 
     modeled epoch time = max over workers r of
-        compute_time_w{r} + bytes_w{r} / bandwidth + messages_w{r} x latency
+        cpu_time_w{r} + bytes_w{r} / bandwidth + messages_w{r} x latency
 
-from the measured per-worker columns of metrics.csv. Always labelled "modeled @<network>" and kept
-in columns of their own, never mixed with measured times.
+from the measured per-worker columns of metrics.csv. Compute is each worker's CPU seconds in the
+step (all its threads), not its wall time minus its time inside collectives: with more workers
+than cores, that difference also counts the time a worker waited for a shared core, which a
+machine per worker would not see (issue 18: per worker exact 0.232 s wall vs 0.166 CPU s). A run
+without cpu_time_w{r} columns gets no modeled time (NaN, "n/a" in the tables). Always labelled
+"modeled @<network>" and kept in columns of their own, never mixed with measured times.
 """
 from __future__ import annotations
 
@@ -69,16 +73,25 @@ def parse_network(text: str) -> Network:
     return Network(bw, lat, f"{bw_label}, {lat_label}")
 
 
-def worker_ranks(metrics: pd.DataFrame) -> list[int]:
-    return sorted(int(c[len("compute_time_w"):]) for c in metrics.columns
-                  if re.fullmatch(r"compute_time_w\d+", c))
+# compute time per worker: "cpu" = its CPU seconds (the model); "wall" = wall time minus time in
+# collectives (the old definition, kept for experiments/bench.py's history)
+COMPUTE = {"cpu": "cpu_time_w", "wall": "compute_time_w"}
 
 
-def modeled_epoch_times(metrics: pd.DataFrame, net: Network) -> pd.Series:
-    """One modeled time (s) per metrics.csv row: the slowest worker under ``net``."""
-    ranks = worker_ranks(metrics)
+def worker_ranks(metrics: pd.DataFrame, compute: str = "cpu") -> list[int]:
+    prefix = COMPUTE[compute]
+    return sorted(int(c[len(prefix):]) for c in metrics.columns
+                  if re.fullmatch(prefix + r"\d+", c))
+
+
+def modeled_epoch_times(metrics: pd.DataFrame, net: Network, compute: str = "cpu") -> pd.Series:
+    """One modeled time (s) per metrics.csv row: the slowest worker under ``net``; NaN when the
+    run has no per-worker CPU seconds."""
+    ranks, prefix = worker_ranks(metrics, compute), COMPUTE[compute]
     if not ranks:
-        raise ValueError("metrics has no per-worker columns compute_time_w{r}")
-    per_worker = pd.concat([metrics[f"compute_time_w{r}"] + metrics[f"bytes_w{r}"] / net.bandwidth
+        if not worker_ranks(metrics, "wall"):
+            raise ValueError("metrics has no per-worker columns (cpu_time_w{r}, compute_time_w{r})")
+        return pd.Series(float("nan"), index=metrics.index)
+    per_worker = pd.concat([metrics[f"{prefix}{r}"] + metrics[f"bytes_w{r}"] / net.bandwidth
                             + metrics[f"messages_w{r}"] * net.latency for r in ranks], axis=1)
     return per_worker.max(axis=1)

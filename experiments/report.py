@@ -81,7 +81,10 @@ def header(loaded: Loaded, net: Network | None, target, command: str) -> str:
               "in between is reported at the next evaluation)."]
     if net:
         lines.append(f"Columns labelled \"{net.column}\" are MODELED, not measured: max over "
-                     f"workers of measured compute time + bytes / bandwidth + messages x latency.")
+                     f"workers of that worker's CPU seconds in the step (cpu_time_w*: not its wall "
+                     f"time minus its time in collectives, which would count waiting for a shared "
+                     f"core as compute) + bytes / bandwidth + messages x latency; 'n/a' for runs "
+                     f"that recorded no CPU seconds.")
     return "\n".join(lines) + "\n"
 
 

@@ -26,7 +26,8 @@ def write_run(root, label, workers, seed, epoch_times, vals, method=None, datase
                "bytes_total": bytes_w * workers, "messages": messages_w * workers,
                "val_acc": v, "test_acc": (tests or vals)[e], "wall_time": wall, "cum_bytes": cum}
         for r in range(workers):
-            row.update({f"compute_time_w{r}": t / 2, f"bytes_w{r}": bytes_w, f"messages_w{r}": messages_w})
+            row.update({f"compute_time_w{r}": t / 2, f"cpu_time_w{r}": t / 2, f"bytes_w{r}": bytes_w,
+                        f"messages_w{r}": messages_w})
         rows.append(row)
     pd.DataFrame(rows).to_csv(d / "metrics.csv", index=False)
     best = max(range(len(vals)), key=lambda i: (vals[i], -i))
@@ -133,11 +134,16 @@ def test_bandwidth_and_latency_parsing():
 
 
 def test_cost_model_arithmetic():
-    m = pd.DataFrame({"compute_time_w0": [0.010, 0.030], "bytes_w0": [1.25e6, 0], "messages_w0": [4, 0],
-                      "compute_time_w1": [0.020, 0.001], "bytes_w1": [0, 1.25e7], "messages_w1": [2, 10]})
+    """Compute = each worker's CPU seconds (cpu_time_w*), not wall time minus collective time."""
+    m = pd.DataFrame({"cpu_time_w0": [0.010, 0.030], "bytes_w0": [1.25e6, 0], "messages_w0": [4, 0],
+                      "cpu_time_w1": [0.020, 0.001], "bytes_w1": [0, 1.25e7], "messages_w1": [2, 10],
+                      "compute_time_w0": [9.0, 9.0], "compute_time_w1": [9.0, 9.0]})
     # row 0: w0 = 0.010 + 1.25e6 / 1.25e9 + 4 x 5e-6 = 0.01102; w1 = 0.020 + 0 + 1e-5 = 0.02001
     # row 1: w0 = 0.030; w1 = 0.001 + 0.01 + 5e-5 = 0.01105
     assert list(costmodel.modeled_epoch_times(m, NET)) == pytest.approx([0.02001, 0.030])
+    assert list(costmodel.modeled_epoch_times(m, NET, compute="wall")) == pytest.approx([9.00102, 9.01005])
+    old = m.drop(columns=["cpu_time_w0", "cpu_time_w1"])  # a run that recorded no CPU seconds
+    assert costmodel.modeled_epoch_times(old, NET).isna().all()
 
 
 def test_modeled_columns_are_separate_and_labelled(runs):
