@@ -61,7 +61,7 @@ echo "  plots:  $plots/*.png"
 if [ -z "${1:-}" ]; then  # the full reproduction: then every other suite but quick
   for other in experiments/configs/*.yaml; do
     name="$(basename "$other" .yaml)"
-    case "$name" in full|repro|quick) continue ;; esac
+    case "$name" in full|repro|quick|*_quick) continue ;; esac
     "$0" --suite "$name" || status=1
   done
 fi

@@ -44,6 +44,33 @@ class Suite:
     model: dict                     # model + hyperparameters: model, layers, hidden, lr, ...
     methods: tuple                  # of MethodSpec
     seeds_by_workers: dict = field(default_factory=dict)  # {M: seeds} overrides seeds at M
+    # link bandwidths of an emulated cluster (--emulate-network, digest/netem.py): every method
+    # runs at each, labelled "<label>@<bandwidth>"; empty = no emulation
+    networks: tuple = ()
+
+
+NET_SEP = "@"  # "digest-I10@100mbit": the method's label, then the emulated link bandwidth
+
+
+def base_label(label: str) -> str:
+    return label.split(NET_SEP, 1)[0]
+
+
+def network_of(label: str) -> str | None:
+    """The emulated bandwidth a run label names ("exact@1gbit" -> "1gbit"), or None."""
+    return label.split(NET_SEP, 1)[1] if NET_SEP in label else None
+
+
+def exact_for(label: str) -> str:
+    """The label of the exact run a method's run is compared with: same network."""
+    net = network_of(label)
+    return "exact" if net is None else f"exact{NET_SEP}{net}"
+
+
+def labels(suite: "Suite") -> list[str]:
+    """Every run label of the suite, in order (methods, then networks within each)."""
+    return [f"{m.label}{NET_SEP}{n}" if n else m.label for m in suite.methods
+            for n in (suite.networks or (None,))]
 
 
 @dataclass(frozen=True)
@@ -103,9 +130,15 @@ def _check_flags(flags: dict, where: str) -> None:
 
 
 METHOD_KEYS = {"label", "method", "flags", "workers", "seeds_by_workers"}
+SUITE_KEYS = {"name", "datasets", "workers", "seeds", "epochs", "model", "methods",
+              "seeds_by_workers", "networks"}
 
 
 def suite_from_dict(d: dict) -> Suite:
+    unknown = sorted(set(d) - SUITE_KEYS)
+    if unknown:
+        raise ValueError(f"suite {d.get('name')}: unknown key(s) {', '.join(unknown)} "
+                         f"(known: {', '.join(sorted(SUITE_KEYS))})")
     for m in d["methods"]:  # a misspelt key would silently change the suite
         unknown = sorted(set(m) - METHOD_KEYS)
         if unknown:
@@ -118,9 +151,12 @@ def suite_from_dict(d: dict) -> Suite:
     labels = [m.label for m in methods]
     if len(set(labels)) != len(labels):
         raise ValueError(f"suite {d['name']}: duplicate method labels in {labels}")
+    if any(NET_SEP in m.label for m in methods):
+        raise ValueError(f"suite {d['name']}: '{NET_SEP}' in a method label is reserved for the "
+                         "network of an emulated sweep")
     suite = Suite(d["name"], tuple(d["datasets"]), tuple(d["workers"]), tuple(d["seeds"]),
                   int(d["epochs"]), dict(d.get("model") or {}), methods,
-                  _seeds_by_workers(d))
+                  _seeds_by_workers(d), tuple(str(n) for n in d.get("networks") or ()))
     _check_flags(suite.model, f"suite {suite.name} model")
     for m in methods:
         _check_flags(m.flags, f"suite {suite.name} method {m.label}")
@@ -145,10 +181,15 @@ def expand(suite: Suite) -> list[Run]:
     """Every run of the suite, in a stable order: dataset, method, workers, seed."""
     runs = []
     for dataset in suite.datasets:
-        for spec in suite.methods:
-            for workers in spec.workers or suite.workers:
-                for seed in spec.seeds(suite, workers):
-                    flags = {**suite.model, "dataset": dataset, "method": spec.method,
-                             "workers": workers, "seed": seed, "epochs": suite.epochs, **spec.flags}
-                    runs.append(Run(dataset, spec, workers, seed, flags))
+        for base in suite.methods:
+            for net in suite.networks or (None,):
+                spec = base if net is None else dataclasses.replace(
+                    base, label=f"{base.label}{NET_SEP}{net}",
+                    flags={**base.flags, "emulate_network": net})
+                for workers in spec.workers or suite.workers:
+                    for seed in spec.seeds(suite, workers):
+                        flags = {**suite.model, "dataset": dataset, "method": spec.method,
+                                 "workers": workers, "seed": seed, "epochs": suite.epochs,
+                                 **spec.flags}
+                        runs.append(Run(dataset, spec, workers, seed, flags))
     return runs

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from .config import expand, load_suite
+from .config import expand, labels, load_suite
 
 
 @dataclass
@@ -78,7 +78,7 @@ def load(root: str | Path, suite: str | None = None) -> Loaded:
             else:
                 records.append(rec)
         return Loaded(records, [d for d in s.datasets if any(r.dataset == d for r in records)],
-                      [m.label for m in s.methods if any(r.label == m.label for r in records)],
+                      [x for x in labels(s) if any(r.label == x for r in records)],
                       len(runs), missing, plan.get("skipped", []))
     records = [r for r in (read_record(p.parent) for p in sorted(root.glob("**/summary.json"))) if r]
     records.sort(key=lambda r: (r.dataset, r.label, r.workers, r.seed))

@@ -21,7 +21,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import pandas as pd  # noqa: E402
 
-from . import pareto  # noqa: E402
+from . import cluster, pareto  # noqa: E402
 from .config import dataset_slug  # noqa: E402
 from .costmodel import Network, parse_network  # noqa: E402
 from .load import Loaded, load  # noqa: E402
@@ -188,12 +188,16 @@ def main(argv=None) -> int:
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     written: list = []
+    all_emulated = all(r.summary.get("emulation") for r in loaded.records)
     for dataset in loaded.datasets:
-        convergence(loaded, dataset, out, written)
-        speedup_plot(loaded, dataset, net, out, written)
+        if not all_emulated:  # their time axes are measured (loopback) times
+            convergence(loaded, dataset, out, written)
+            speedup_plot(loaded, dataset, net, out, written)
         bytes_plot(loaded, dataset, out, written)
         stale_error_plot(loaded, dataset, out, written)
         pareto.plot(loaded, dataset, out, written)
+        if cluster.emulated(loaded):  # --emulate-network sweep: speedup vs bandwidth, val vs time
+            cluster.plots(loaded, dataset, out, written)
     print(f"plots: {len(written)} PNGs -> {out}/")
     return 0
 

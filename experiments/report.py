@@ -111,7 +111,8 @@ def markdown(loaded: Loaded, tables: dict, net: Network | None, target, command:
                           *(look.get((d, m, w), "") for d in datasets)] for m, w in keys]))
     et = tables["epoch_time"]
     out.append("\n## 2. Per-epoch time (ms) and per-epoch speedup over exact at the same M\n")
-    for prefix, title in [("", "measured"), *([(f"{net.column} ", net.column + " (not measured)")] if net else [])]:
+    kind = time_kind(loaded)
+    for prefix, title in [("", kind), *([(f"{net.column} ", net.column + " (not measured)")] if net else [])]:
         for dataset, part in _by_dataset(et):
             ms = sorted(set(part.workers))
             rows = []
@@ -131,7 +132,7 @@ def markdown(loaded: Loaded, tables: dict, net: Network | None, target, command:
     if tta.empty:
         out.append("\nNo exact run at the same dataset and M: no target, nothing to report.\n")
     for dataset, part in _by_dataset(tta):
-        out.append(f"\n### {dataset}: measured\n\n")
+        out.append(f"\n### {dataset}: {kind}\n\n")
         out.append(md_table(["target", "method", "M", "target val", "seeds reached", "eval every",
                              "epochs", "time s", "speedup", "MiB sent"],
                             [[f"{r.target:g}", r.method, r.workers, cell(r.target_val, ".4f"),
@@ -156,10 +157,23 @@ def markdown(loaded: Loaded, tables: dict, net: Network | None, target, command:
                              for _, r in part.iterrows()]))
     if "straggler" in tables:
         out.append(straggler_section(tables["straggler"]))
+    number = 6 if "straggler" in tables else 5
     if "pareto" in tables:
         from .pareto import section
-        out.append(section(tables["pareto"], 6 if "straggler" in tables else 5))
+        out.append(section(tables["pareto"], number))
+        number += 1
+    if "cluster_epoch_time" in tables:
+        from .cluster import markdown as cluster_markdown
+        out.append(cluster_markdown(tables, loaded, number))
     return "".join(out)
+
+
+def time_kind(loaded: Loaded) -> str:
+    """What the time columns of sections 2 and 3 are (METHODS.md 9: never mixed unlabelled)."""
+    emulated = [bool(r.summary.get("emulation")) for r in loaded.records]
+    if emulated and all(emulated):
+        return "emulated @ the bandwidth after each label's @"
+    return "measured (loopback), or emulated @ B for labels ending @B" if any(emulated) else "measured"
 
 
 def straggler_section(st: pd.DataFrame) -> str:

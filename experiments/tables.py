@@ -18,7 +18,8 @@ from pathlib import Path
 
 import pandas as pd
 
-from . import pareto, report
+from . import cluster, pareto, report
+from .config import base_label, exact_for
 from .costmodel import Network, modeled_epoch_times, parse_network
 from .load import Loaded, load
 
@@ -58,11 +59,12 @@ def accuracy(frame: pd.DataFrame) -> pd.DataFrame:
 
 
 def speedup(table: pd.DataFrame, column: str) -> list:
-    """exact's ``column`` at the same dataset and M / the method's (one value per table row)."""
-    exact = {(d, w): t for d, m, w, t in zip(table.dataset, table.method, table.workers, table[column])
-             if m == "exact"}
-    return [exact[(d, w)] / t if (d, w) in exact and t > 0 else float("nan")
-            for d, w, t in zip(table.dataset, table.workers, table[column])]
+    """exact's ``column`` at the same dataset and M (and emulated network, for a label
+    "<method>@<bandwidth>") / the method's (one value per table row)."""
+    exact = {(d, m, w): t for d, m, w, t in zip(table.dataset, table.method, table.workers,
+                                                table[column]) if base_label(m) == "exact"}
+    return [exact[k] / t if (k := (d, exact_for(m), w)) in exact and t > 0 else float("nan")
+            for d, m, w, t in zip(table.dataset, table.method, table.workers, table[column])]
 
 
 def epoch_time(frame: pd.DataFrame, net: Network | None = None) -> pd.DataFrame:
@@ -105,18 +107,18 @@ def time_to_target(metrics: pd.DataFrame, target: float, net: Network | None = N
 def time_to_accuracy(loaded: Loaded, fraction: float = 0.98, net: Network | None = None) -> pd.DataFrame:
     """Per dataset, method, M: time for the method to first reach fraction x exact's best val (mean
     over seeds of exact at that M); its speedup over exact; "not reached" unless every seed got there."""
-    exact_best: dict = {}
+    exact_best: dict = {}  # by (dataset, exact's label, M): the same emulated network, if any
     for r in loaded.records:
-        if r.label == "exact":
-            exact_best.setdefault((r.dataset, r.workers), []).append(r.summary["best_val"])
+        if base_label(r.label) == "exact":
+            exact_best.setdefault((r.dataset, r.label, r.workers), []).append(r.summary["best_val"])
     groups: dict = {}
     for r in loaded.records:
-        if (r.dataset, r.workers) in exact_best:
+        if (r.dataset, exact_for(r.label), r.workers) in exact_best:
             groups.setdefault((r.dataset, r.label, r.workers), []).append(r)
     kinds = [("time", "time_s")] + ([("modeled", f"{net.column} time_s")] if net else [])
     rows = []
     for (dataset, label, workers), recs in groups.items():
-        best = exact_best[(dataset, workers)]
+        best = exact_best[(dataset, exact_for(label), workers)]
         target = fraction * sum(best) / len(best)
         hits = [time_to_target(r.metrics, target, net) for r in recs]
         ok = [h for h in hits if h is not None]
@@ -131,11 +133,12 @@ def time_to_accuracy(loaded: Loaded, fraction: float = 0.98, net: Network | None
     out = pd.DataFrame(rows, columns=["dataset", "method", "workers", "target", "target_val",
                                       "seeds_reached", "eval_every", "epochs", "MiB",
                                       *(col for _, col in kinds)])
-    for _, col in kinds:  # speedup = exact's time / the method's, same dataset and M
-        base = {(d, w): t for d, m, w, t in zip(out.dataset, out.method, out.workers, out[col])
-                if m == "exact"}
+    for _, col in kinds:  # speedup = exact's time / the method's, same dataset, M and network
+        base = {(d, m, w): t for d, m, w, t in zip(out.dataset, out.method, out.workers, out[col])
+                if base_label(m) == "exact"}
         out[col.replace("time_s", "speedup_vs_exact")] = [
-            _ratio(base.get((d, w), NOT_REACHED), t) for d, w, t in zip(out.dataset, out.workers, out[col])]
+            _ratio(base.get((d, exact_for(m), w), NOT_REACHED), t)
+            for d, m, w, t in zip(out.dataset, out.method, out.workers, out[col])]
     return out
 
 
@@ -248,6 +251,8 @@ def build(loaded: Loaded, net: Network | None = None, fraction=TARGETS,
     if has_stragglers(loaded):
         out["straggler"] = straggler(loaded)
     out["pareto"] = pareto.pareto_table(loaded, time_column=emulated_time)  # issue 20
+    if cluster.emulated(loaded):  # --emulate-network runs: the sweep's own tables
+        out.update(cluster.build(loaded, out["time_to_accuracy"]))
     return out
 
 

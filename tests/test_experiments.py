@@ -14,14 +14,14 @@ NET = costmodel.parse_network("10gbit,5us")
 
 
 def write_run(root, label, workers, seed, epoch_times, vals, method=None, dataset="toy",
-              bytes_w=1000, messages_w=4, tests=None, flags_hash="h"):
+              bytes_w=1000, messages_w=4, tests=None, flags_hash="h", bandwidth=None):
     """A complete run directory as the trainer + runner would leave it."""
     d = root / dataset / f"{label}_w{workers}_s{seed}"
     d.mkdir(parents=True)
     rows, wall, cum = [], 0.0, 0
     for e, (t, v) in enumerate(zip(epoch_times, vals)):
         wall, cum = wall + t, cum + bytes_w * workers
-        row = {"epoch": e, "epoch_time": t, "bytes_halo_fwd": bytes_w * workers / 2,
+        row = {"epoch": e, "epoch_time": t, "comm_time": t / 2, "bytes_halo_fwd": bytes_w * workers / 2,
                "bytes_halo_bwd": bytes_w * workers / 2, "bytes_store": 0, "bytes_params": 0,
                "bytes_total": bytes_w * workers, "messages": messages_w * workers,
                "val_acc": v, "test_acc": (tests or vals)[e], "wall_time": wall, "cum_bytes": cum}
@@ -38,6 +38,10 @@ def write_run(root, label, workers, seed, epoch_times, vals, method=None, datase
                            "threads_per_worker": 1},
                "versions": {"torch": "9.9"}, "git_commit": "abc123",
                "command": f"python -m digest train --method {method or label} --workers {workers}"}
+    if bandwidth:  # an --emulate-network run (digest/netem.py's record)
+        summary["emulation"] = {"bandwidth": bandwidth[0], "bandwidth_bit_s": bandwidth[1],
+                                "label": f"emulated @ {bandwidth[0]}", "mtu": 1500,
+                                "qdisc": f"tbf rate {bandwidth[0]} burst 16384 latency 50ms"}
     (d / "summary.json").write_text(json.dumps(summary))
     (d / "run.json").write_text(json.dumps({"label": label, "dataset": dataset, "method": method or label,
                                             "workers": workers, "seed": seed, "hash": flags_hash}))
@@ -239,6 +243,54 @@ def test_straggler_table_without_exact(tmp_path):
     assert "## 5. Stragglers" in md
     assert "| async-slow | 4 | 3:3 | 5/5/5/1 | 0.31/0.31/0.31/0.06 | 20.0 | 7.0 | 6.00x" in md
     assert (tmp_path / "t" / "straggler.csv").exists()
+
+
+@pytest.fixture
+def sweep(tmp_path):
+    """An emulated sweep: exact and digest at 1 Gbit/s and 8 Mbit/s (1 MB/s), 2 workers; each
+    worker sends 1 MB per exact epoch, 0.1 MB per DIGEST epoch; CPU s = epoch time / 2."""
+    root = tmp_path / "sweep"
+    for bw, times in [(("1gbit", 1e9), (0.2, 0.05)), (("8mbit", 8e6), (1.2, 0.2))]:
+        write_run(root, f"exact@{bw[0]}", 2, 0, [times[0]] * 3, [0.5, 0.9, 1.0], bytes_w=1e6,
+                  method="exact", bandwidth=bw)
+        write_run(root, f"digest@{bw[0]}", 2, 0, [times[1]] * 3, [0.5, 0.99, 0.99], bytes_w=1e5,
+                  method="digest", bandwidth=bw)
+    return root
+
+
+def test_a_sweep_compares_each_method_with_exact_at_the_same_bandwidth(sweep, tmp_path):
+    built = tables.build(load(sweep))
+    et = built["epoch_time"].set_index("method")
+    assert et.loc["digest@8mbit", "speedup_vs_exact"] == pytest.approx(6.0)  # 1.2 / 0.2
+    assert et.loc["digest@1gbit", "speedup_vs_exact"] == pytest.approx(4.0)
+    ce = built["cluster_epoch_time"].set_index(["method", "bandwidth"])
+    assert ce.loc[("digest", "8mbit"), "speedup_vs_exact"] == pytest.approx(6.0)
+    cm = built["cluster_model"].set_index(["method", "bandwidth"])
+    # exact @ 8mbit: CPU 0.6 s + 1e6 B / 1e6 B/s = 1.6 s modeled vs 1.2 s emulated: +33%
+    assert cm.loc[("exact", "8mbit"), "modeled_ms"] == pytest.approx(1600)
+    assert cm.loc[("exact", "8mbit"), "error_pct"] == pytest.approx(100 / 3)
+    tta = built["cluster_time_to_accuracy"].set_index(["method", "bandwidth"])
+    # exact reaches 0.98 in its 3rd epoch (3.6 s), digest in its 2nd (0.4 s)
+    assert tta.loc[("digest", "8mbit"), "speedup_vs_exact"] == pytest.approx(3 * 1.2 / 0.4)
+    md = report.markdown(load(sweep), built, None, 0.98, "x")
+    assert "### toy: emulated @ the bandwidth after each label's @" in md
+    assert "| method | emulated @ 1gbit | emulated @ 8mbit |" in md
+    assert "| digest | 50 (4.00x) | 200 (6.00x) |" in md and "EMULATED" in md
+    assert plots.main(["--runs", str(sweep), "--out", str(tmp_path / "p")]) == 0
+    names = sorted(p.name for p in (tmp_path / "p").glob("*.png"))
+    assert names == ["toy_bytes_per_epoch.png", "toy_speedup_vs_bandwidth.png",
+                     "toy_val_vs_emulated_time.png"]  # no loopback-time plots for emulated runs
+
+
+def test_a_suite_with_networks_runs_every_method_at_each():
+    suite = suite_from_dict({**SUITE, "seeds": [0], "networks": ["1gbit", "100mbit"]})
+    runs = expand(suite)
+    assert [r.name for r in runs] == ["exact@1gbit_w2_s0", "exact@100mbit_w2_s0",
+                                      "varco-fixed-8@1gbit_w2_s0", "varco-fixed-8@100mbit_w2_s0"]
+    assert runs[1].flags["emulate_network"] == "100mbit" and "--emulate-network" in runs[1].argv("d")
+    assert len(expand(load_suite("cluster"))) == 40
+    with pytest.raises(ValueError, match="unknown key.s. network"):
+        suite_from_dict({**SUITE, "network": ["1gbit"]})
 
 
 SUITE = {"name": "t", "datasets": ["synthetic"], "workers": [2], "seeds": [0, 1], "epochs": 3,
