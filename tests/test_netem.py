@@ -212,3 +212,68 @@ def test_the_unprivileged_path_runs_in_a_user_namespace(tmp_path, clean):
                env={"DIGEST_TEST_USERNS": "1"}, timeout=300)
     assert done.rc == 0 and done.survivors == [], done.stderr[-3000:]
     assert json.loads((out / "summary.json").read_text())["emulation"]["userns"] is True
+
+
+# -- faults on the wire (issue 21) -----------------------------------------------------------------
+def _take_link_down(out, before: set, seconds_down: float | None, when: dict):
+    """Once the run has progress (progress.csv) take rank 1's link down inside its namespace
+    (`ip link set eth0 down`, as an operator or a failing cable would), for good or for
+    ``seconds_down``."""
+    deadline = time.monotonic() + 240
+    while time.monotonic() < deadline:
+        spaces = set(subprocess.run(["ip", "netns", "list"], capture_output=True,
+                                    text=True).stdout.split())
+        ns = [n for n in spaces - before if n.startswith("dg-") and n.endswith("-w1")]
+        if ns and (out / "progress.csv").exists():
+            break
+        time.sleep(0.2)
+    else:
+        return
+    time.sleep(1.0)
+    subprocess.run(["ip", "-n", ns[0], "link", "set", "eth0", "down"], check=True)
+    when["down"] = time.monotonic()
+    if seconds_down is not None:
+        time.sleep(seconds_down)
+        subprocess.run(["ip", "-n", ns[0], "link", "set", "eth0", "up"], check=True)
+
+
+def _run_with_link_fault(tmp_path, seconds_down, epochs):
+    import threading
+
+    out, when, timeout = tmp_path / "run", {}, 10
+    before = set(subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout.split())
+    fault = threading.Thread(target=_take_link_down, args=(out, before, seconds_down, when),
+                             daemon=True)
+    fault.start()
+    start = time.monotonic()
+    done = cli(["train", "--dataset", "synthetic:nodes=300,seed=1", "--workers", 2, "--hidden", 16,
+                "--epochs", epochs, "--timeout", timeout, "--no-progress", "--out", out,
+                "--emulate-network", "100mbit"], tmp_path / "data", tmp_path, timeout=300)
+    fault.join(timeout=10)
+    assert "down" in when, done.stderr[-2000:]
+    return done, out, start + done.seconds - when["down"], timeout  # launcher's exit - link down
+
+
+@needs_netns
+def test_a_link_taken_down_ends_the_run_with_one_line_naming_it(tmp_path, clean):
+    """Rank 1's link goes down mid-run for good: no reset reaches anyone, so the collective
+    in flight times out (--timeout 10); the run ends with one line that names the lost rank and
+    the cause, within the timeout plus the launcher's grace and clean-up; no result, nothing
+    half-written, no namespace or process left."""
+    done, out, after, timeout = _run_with_link_fault(tmp_path, None, 100000)
+    assert done.rc == 1 and done.survivors == [], done.stderr[-2000:]
+    line = done.lines[-1]
+    assert line.startswith("error: lost worker rank ") and "peer stopped answering" in line, line
+    assert line.endswith("; the emulated link of rank 1 was down"), line
+    assert timeout - 1 < after < timeout + 15, after  # timed out, not reset: ~timeout + grace
+    assert not (out / "summary.json").exists() and not (out / "metrics.csv").exists()
+    assert list(out.rglob("*.tmp")) == []
+
+
+@needs_netns
+def test_a_link_back_within_the_timeout_lets_the_run_continue(tmp_path, clean):
+    """Down for 3 s, then up (--timeout 10): TCP retransmits, gloo never notices; the run
+    completes."""
+    done, out, _, _ = _run_with_link_fault(tmp_path, 3.0, 60)
+    assert done.rc == 0 and done.survivors == [], done.stderr[-2000:]
+    assert json.loads((out / "summary.json").read_text())["epochs"] == 60
