@@ -15,7 +15,10 @@ is free there), not the launcher's store on the host's loopback, which a namespa
 gloo and TensorPipe bind ``eth0`` (GLOO_SOCKET_IFNAME / TP_SOCKET_IFNAME), and TensorPipe is
 limited to its TCP transport and basic channel, so every byte between workers crosses the shaped
 links (its shared-memory transport and cross-memory-attach channel would bypass them). DIGEST-A's
-server, a child of rank 0, inherits rank 0's namespace: it sits on rank 0's "node".
+server, a child of rank 0, inherits rank 0's namespace: it sits on rank 0's "node". A worker also
+gets a private /etc/hosts naming the run's addresses (a mount namespace of its own, as
+``ip netns exec`` does), and TCP in the workers' namespaces keeps its window across idle gaps
+(``SYSCTLS``).
 
 Clean-up: a record of the run (owner pid and start time, namespaces) is written before anything
 is created; the namespaces are deleted, and whatever process is still inside them killed, on every
@@ -162,11 +165,13 @@ def _state_dir() -> Path:
     d = Path("/run/digest-netem")
     try:
         d.mkdir(mode=0o700, exist_ok=True)
-        return d
-    except OSError:  # a user namespace: /run is not ours
-        d = Path(tempfile.gettempdir()) / f"digest-netem-{os.getuid()}"
-        d.mkdir(mode=0o700, exist_ok=True)
-        return d
+        if os.access(d, os.W_OK):
+            return d
+    except OSError:
+        pass
+    d = Path(tempfile.gettempdir()) / f"digest-netem-{os.getuid()}"  # a user namespace: /run
+    d.mkdir(mode=0o700, exist_ok=True)                                 # is not ours
+    return d
 
 
 def _start_time(pid: int) -> str | None:
@@ -342,6 +347,7 @@ class EmulatedCluster:
                 "bridge": f"br0 in namespace {self.bridge_ns}",
                 "namespaces": self.worker_ns, "addresses": self.addrs, "subnet": str(self.net),
                 "userns": bool(os.environ.get(USERNS_ENV)),
+                "sysctls": {k.replace("/", "."): v for k, v in SYSCTLS.items()},
                 "cpu": "not isolated: the workers share the host's cores"}
 
     def worker_env(self) -> dict:
