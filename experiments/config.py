@@ -6,6 +6,7 @@ canonical JSON) and a stable directory ``<root>/<dataset>/<label>_w<M>_s<seed>``
 """
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import re
