@@ -7,6 +7,10 @@ four values per byte, the first value in the lowest bits) and travel, with lo an
 per row, as ONE uint8 tensor ``[rows, ceil(F b / 8) + 8]``: what crosses the wire is exactly the
 packed size plus 8 bytes of parameters per row.
 
+``variance_proxy`` bounds what this rounding costs: one value's rounding variance is at most
+s^2 / 4, so a row of range r at b bits has at most F r^2 / (4 (2^b - 1)^2); AdaQP's adaptive
+assignment weighs blocks of rows by that bound's numerator.
+
 Random draws come from a generator seeded by the caller (AdaQP: by (run seed, step, layer,
 direction, rank)), on the rows' device, so a run and its resumption draw the same roundings.
 """
@@ -64,6 +68,21 @@ def quantize(x: Tensor, bits: int, gen: torch.Generator | None = None,
         v = v + 0.5
     q = v.floor_().clamp_(0, levels).to(torch.uint8)
     return q, lo, scale
+
+
+def variance_proxy(x: Tensor, counts: list[int]) -> Tensor:
+    """V per block of consecutive rows: the sum over its rows of F r^2 / 4 (r = max - min of the
+    row), so that quantising the block to b bits adds at most V / (2^b - 1)^2 of variance.
+
+    Shapes: ``x [sum(counts), F]``, ``counts`` rows per block -> float32 ``[len(counts)]``."""
+    out = torch.zeros(len(counts), dtype=torch.float32, device=x.device)
+    if x.size(0) == 0:
+        return out
+    lo, hi = torch.aminmax(x.detach().float(), dim=1)
+    per_row = (hi - lo).square() * (x.size(1) / 4)
+    block = torch.repeat_interleave(torch.arange(len(counts), device=x.device),
+                                    torch.tensor(counts, device=x.device))
+    return out.index_add_(0, block, per_row)
 
 
 def dequantize(q: Tensor, lo: Tensor, scale: Tensor, dtype=torch.float32) -> Tensor:

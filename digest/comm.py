@@ -170,6 +170,23 @@ def all_reduce_(t: Tensor, category: str | None = "params", op=dist.ReduceOp.SUM
     return t
 
 
+def all_gather(t: Tensor, category: str | None) -> Tensor:
+    """Every worker's ``t``, stacked by rank: ``[M, *t.shape]`` (the same bytes on every worker).
+    Counted as a ring all-gather: each process sends its own block to the M - 1 others, i.e.
+    (M - 1) |t| bytes in M - 1 messages. ``category=None``: start-up or control, not counted."""
+    M = world_size()
+    if M == 1:
+        return t[None].clone()
+    out = [torch.empty_like(t) for _ in range(M)]
+    t0 = time.perf_counter()
+    dist.all_gather(out, t.contiguous())
+    if category is not None:
+        traffic.seconds += time.perf_counter() - t0
+        traffic.bytes[category] += (M - 1) * t.numel() * t.element_size()
+        traffic.messages += M - 1
+    return torch.stack(out)
+
+
 def all_gather_object(obj) -> list:
     """Small per-epoch records of every worker, for rank 0's metrics (control, not counted)."""
     if world_size() == 1:
