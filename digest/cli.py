@@ -208,6 +208,9 @@ def cmd_train(args) -> int:
         prestart(WORKER_MODULES)  # its imports overlap with the partition's loading
     if cfg.runtime.resume:
         cfg = _resume_config(cfg, given, world)
+        if world is None:  # a damaged file: one line now, not a worker's traceback later
+            from .checkpoint import check
+            check(cfg.runtime.resume)
     _check_dataset(cfg.data.dataset, world or cfg.runtime.workers, "--workers")
     if under_torchrun():  # this process is one of torchrun's workers
         interrupt_once()
