@@ -221,6 +221,7 @@ class ServerProcess:
         self.members, self.timeout = members, timeout_s
         self.proc: subprocess.Popen | None = None
         self.joined = threading.Event()  # set by rank 0 once rpc_init returned (everyone joined)
+        self.stopping = False  # rank 0 is stopping it: its exit is no early exit to report
         self.on_early_exit = on_early_exit or _end_run
 
     def start(self, host: str, port: int) -> None:
@@ -231,7 +232,10 @@ class ServerProcess:
                "TORCH_CPP_LOG_LEVEL": "FATAL"}
         args = [host, str(port), str(self.members), str(self.timeout), str(os.getpid())]
         self.proc = subprocess.Popen(
-            [sys.executable, "-c", "from digest.server import serve; serve()", *args],
+            # SIGINT ignored from the first line: a Ctrl-C while it still imports torch must not
+            # print a KeyboardInterrupt traceback (serve() ignores it too, for a direct caller)
+            [sys.executable, "-c", "import signal; signal.signal(signal.SIGINT, signal.SIG_IGN); "
+             "from digest.server import serve; serve()", *args],
             env=env, stdin=subprocess.DEVNULL)
         # rpc_init waits for every member: a server that dies before joining must end the run
         # now, not after the rpc timeout
@@ -239,7 +243,7 @@ class ServerProcess:
 
     def _watch_start(self) -> None:
         code = self.proc.wait()
-        if code != 0 and not self.joined.is_set():
+        if code != 0 and not self.joined.is_set() and not self.stopping:
             self.on_early_exit(code)
 
     def stop(self, graceful: bool) -> None:
@@ -247,6 +251,7 @@ class ServerProcess:
         it does not within the timeout) it is killed."""
         if self.proc is None:
             return
+        self.stopping = True  # (rank 0 interrupted in rpc_init, before everyone joined)
         try:
             self.proc.wait(timeout=self.timeout if graceful else 0.01)
         except subprocess.TimeoutExpired:
