@@ -2,7 +2,15 @@
 representation store or a learned compressor, RNG states, epoch, metrics so far), written
 atomically into ``checkpoint/epoch<N>/``; once every rank's file is there, rank 0 commits the set
 by rewriting ``checkpoint/config.json`` (settings, world size, epoch N) and removes older sets. A
-kill at any moment therefore leaves the previous complete set usable."""
+kill at any moment therefore leaves the previous complete set usable. A trainer with state of its
+own beyond these (DIGEST-A: its server's state and each worker's position) supplies it through
+``Trainer.extra_state`` / ``load_extra_state``.
+
+A damaged file is refused in one line, never loaded: ``torch.load`` reads a file whose tensor
+bytes were overwritten without complaint (garbage parameters), so every file's zip CRCs are
+checked first (``verify``); the launcher checks the whole committed set before it starts any
+worker (``check``), so that a multi-worker run also ends with that one line, not a worker's
+traceback."""
 from __future__ import annotations
 
 import json
@@ -10,6 +18,7 @@ import os
 import random
 import shutil
 import tempfile
+import zipfile
 from pathlib import Path
 
 import numpy as np
@@ -40,6 +49,30 @@ def read_config(out_dir) -> dict:
         raise ValueError(f"checkpoint {path} is unreadable ({e})") from None
 
 
+def verify(path: Path) -> None:
+    """Raise a one-line ValueError unless ``path`` is an intact torch.save file: a zip archive
+    (a truncated file has lost its directory at the end) whose every member matches its CRC."""
+    try:
+        with zipfile.ZipFile(path) as z:
+            bad = z.testzip()
+    except (zipfile.BadZipFile, OSError, EOFError) as e:
+        raise ValueError(f"checkpoint {path} is unreadable (truncated or not a checkpoint: "
+                         f"{e})") from None
+    if bad is not None:
+        raise ValueError(f"checkpoint {path} is unreadable (corrupt: {bad} fails its CRC check)")
+
+
+def check(out_dir) -> None:
+    """Every rank's file of the committed set exists and is intact (``verify``); a one-line
+    error otherwise. The launcher's check before it starts the workers."""
+    saved = read_config(out_dir)
+    for rank in range(saved["world_size"]):
+        path = _path(out_dir, rank, saved["epoch"])
+        if not path.exists():
+            raise FileNotFoundError(f"no checkpoint to resume from: {path} is missing")
+        verify(path)
+
+
 def differences(saved: dict, cfg: dict, names=None) -> list[str]:
     """``--flag saved -> now`` for every key setting (not in RUNNING) that differs."""
     names = [n for n in (names if names is not None else cfg) if n not in RUNNING and n in saved]
@@ -55,7 +88,7 @@ def save(out_dir: Path, trainer, epoch: int) -> None:
         "policy": trainer.policy.state_dict(), "rng": torch.get_rng_state(),
         "rng_cuda": torch.cuda.get_rng_state_all() if torch.cuda.is_available() else None,
         "rng_numpy": np.random.get_state(), "rng_python": random.getstate(),
-        "rows": trainer.rows, "config": trainer.cfg.flat(),
+        "rows": trainer.rows, "config": trainer.cfg.flat(), "extra": trainer.extra_state(),
     }
     path = _path(out_dir, rank, epoch)
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -81,6 +114,7 @@ def load(out_dir: Path, trainer) -> tuple[int, list[dict]]:
     path = _path(out_dir, trainer.rt.rank, read_config(out_dir)["epoch"])
     if not path.exists():
         raise FileNotFoundError(f"no checkpoint to resume from: {path} is missing")
+    verify(path)
     try:
         state = torch.load(path, map_location=trainer.rt.device, weights_only=False)
     except Exception as e:
@@ -100,4 +134,5 @@ def load(out_dir: Path, trainer) -> tuple[int, list[dict]]:
     if state.get("rng_numpy") is not None:
         np.random.set_state(state["rng_numpy"])
         random.setstate(state["rng_python"])
+    trainer.load_extra_state(state.get("extra") or {})
     return state["epoch"], state["rows"]

@@ -209,11 +209,14 @@ def cmd_train(args) -> int:
         prestart(WORKER_MODULES)  # its imports overlap with the partition's loading
     if cfg.runtime.resume:
         cfg = _resume_config(cfg, given, world)
+        if world is None:  # a damaged file: one line now, not a worker's traceback later
+            from .checkpoint import check
+            check(cfg.runtime.resume)
     rt = cfg.runtime
     if rt.emulate_network or rt.emulate_latency:  # what is missing: one line (2), before anything
-        from .netem import check
-        check(rt.emulate_network, rt.emulate_latency, world or rt.workers, under_torchrun(),
-              getattr(args, "argv", None))
+        from .netem import check as check_emulation
+        check_emulation(rt.emulate_network, rt.emulate_latency, world or rt.workers,
+                        under_torchrun(), getattr(args, "argv", None))
     _check_dataset(cfg.data.dataset, world or cfg.runtime.workers, "--workers")
     if under_torchrun():  # this process is one of torchrun's workers
         interrupt_once()

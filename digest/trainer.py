@@ -129,6 +129,14 @@ class Trainer:
         if self.cfg.runtime.resume:
             self.start_epoch, self.rows = checkpoint.load(Path(self.cfg.runtime.resume), self)
 
+    def extra_state(self) -> dict:
+        """What a checkpoint keeps beyond the model, optimiser, halo policy, RNGs and rows: none
+        here; a trainer with a loop of its own (DIGEST-A) adds its loop's state."""
+        return {}
+
+    def load_extra_state(self, state: dict) -> None:
+        """Restore what ``extra_state`` returned (called by ``checkpoint.load``)."""
+
     def train(self, out_dir: Path) -> dict:
         """Synchronous epochs: every worker one step, then one metrics row. Returns the summary's
         method-specific part."""

@@ -15,7 +15,7 @@ import psutil
 
 ROOT = Path(__file__).resolve().parents[1]
 FAULTS = ("DIGEST_TEST_KILL_RANK", "DIGEST_TEST_KILL_EPOCH", "DIGEST_TEST_RAISE_RANK",
-          "DIGEST_EPOCH_HOOK")
+          "DIGEST_TEST_KILL_AFTER", "DIGEST_EPOCH_HOOK")
 HOOK = f"{ROOT / 'tests' / 'faults.py'}:inject"  # the trainer's epoch hook that injects them
 
 
@@ -95,6 +95,14 @@ def cli(args, data_root, cwd, env: dict | None = None, timeout: float = 180,
     out.unlink()
     err.unlink()
     return result
+
+
+def here(args, capsys) -> tuple[int, list[str]]:
+    """``python -m digest *args`` without a new interpreter: exit status, stderr lines."""
+    from digest.cli import main
+    capsys.readouterr()
+    rc = main([str(a) for a in args])
+    return rc, [line for line in capsys.readouterr().err.splitlines() if line.strip()]
 
 
 def rows(path) -> list[dict]:

@@ -64,6 +64,7 @@ class _Client:
     def __init__(self, srv, rank, world, steps):
         self.srv, self.rank, self.world = srv, rank, world
         self.steps, self.done = steps, False  # every worker's applied steps (shared here)
+        self.applied = True  # every step's gradient is applied (no hold, budget not spent)
 
     def push_rows(self, tag, rows, counts):
         self.srv.push_rows(self.rank, tag, rows, list(counts))

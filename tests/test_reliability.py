@@ -13,8 +13,7 @@ import json
 
 import pytest
 
-from digest.cli import main
-from reliability_util import HOOK, cli, leftovers, metrics_of
+from reliability_util import HOOK, cli, here, leftovers, metrics_of
 
 DATASET = "synthetic:nodes=300,avg_degree=5,features=16,classes=4,seed=1"
 EPOCHS, EVERY, FAULT_EPOCH = 10, 4, 6
@@ -25,13 +24,6 @@ def train(method, workers, out, *extra):
     return ["train", "--dataset", DATASET, "--method", method, "--workers", workers,
             "--hidden", 16, "--dropout", 0, "--epochs", EPOCHS, "--checkpoint-every", EVERY,
             *store, "--timeout", 30, "--no-progress", "--out", out, *extra]
-
-
-def here(args, capsys) -> tuple[int, list[str]]:
-    """``python -m digest *args`` without a new interpreter: exit status, stderr lines."""
-    capsys.readouterr()
-    rc = main([str(a) for a in args])
-    return rc, [line for line in capsys.readouterr().err.splitlines() if line.strip()]
 
 
 def assert_no_result(run):
