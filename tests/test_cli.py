@@ -38,7 +38,7 @@ def nothing_written(tmp_path):
     assert made == [], made
 
 
-@pytest.mark.parametrize("args,status,needle", [
+BAD_INPUT = [
     (["train", "--dataset", "nope"], 2, "unknown dataset 'nope'; known: synthetic, Cora"),
     (["train", "--dataset", "synthetic:nodes=abc"], 2, "bad value 'nodes=abc'"),
     (["train", "--method", "nope"], 2, "unknown method 'nope'; choose from"),
@@ -53,13 +53,50 @@ def nothing_written(tmp_path):
     (["train", "--dataset", "synthetic:nodes=2000000000"], 1,
      "synthetic:nodes=2000000000 needs about 1.4 TiB of memory, this machine has "),
     (["train", "--resume", "nowhere"], 1, "no checkpoint to resume from: nowhere/checkpoint"),
-])
+]
+# the real entry point in a new interpreter (each costs an interpreter and torch's import): one
+# refused by argparse, one after the worker pool was pre-started (--workers > 1: nothing may
+# survive it), one refused while loading; the rest call the same main() in this process
+IN_A_NEW_INTERPRETER = {"argument --epochs", "--workers must be", "no checkpoint to resume"}
+
+
+def _with_out(args, tmp_path):
+    return [*args, "--out" if args[0] == "train" else "--seed",
+            tmp_path / "run" if args[0] == "train" else 0]
+
+
+@pytest.mark.parametrize("args,status,needle", [
+    case for case in BAD_INPUT if any(case[2].startswith(k) for k in IN_A_NEW_INTERPRETER)])
 def test_bad_input_is_one_line(tmp_path, args, status, needle):
-    result = cli([*args, "--out" if args[0] == "train" else "--seed",
-                  tmp_path / "run" if args[0] == "train" else 0], tmp_path / "data", tmp_path)
+    result = cli(_with_out(args, tmp_path), tmp_path / "data", tmp_path)
     assert needle in one_line(result, status)
     assert result.seconds < 30  # refused before anything is generated or read
     nothing_written(tmp_path)
+
+
+@pytest.mark.parametrize("args,status,needle", [
+    case for case in BAD_INPUT if not any(case[2].startswith(k) for k in IN_A_NEW_INTERPRETER)])
+def test_bad_input_is_one_line_in_process(tmp_path, capsys, monkeypatch, args, status, needle):
+    monkeypatch.setenv("DIGEST_DATA", str(tmp_path / "data"))
+    monkeypatch.chdir(tmp_path)
+    capsys.readouterr()
+    with pytest.raises(SystemExit) if needle.startswith("argument ") else _no_exit() as _:
+        rc = main([str(a) for a in _with_out(args, tmp_path)])
+    err = [x for x in capsys.readouterr().err.splitlines() if x.strip()]
+    if needle.startswith("argument "):  # argparse: usage line + error line, exit 2 via SystemExit
+        assert needle in err[-1] and "Traceback" not in "\n".join(err)
+    else:
+        assert rc == status and len(err) == 1 and err[0].startswith("error: "), err
+        assert needle in err[0] and "Traceback" not in err[0]
+    nothing_written(tmp_path)
+
+
+class _no_exit:
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return False
 
 
 def _cora(tmp_path):

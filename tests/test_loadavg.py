@@ -1,0 +1,34 @@
+"""experiments/loadavg.py: each run's load from samples taken beside the suite."""
+from __future__ import annotations
+
+import json
+from datetime import datetime
+
+from experiments.loadavg import main, per_run, samples
+
+
+def test_mean_and_max_of_the_samples_inside_each_run(tmp_path, capsys):
+    start = datetime(2026, 12, 1, 3, 0, 0)
+    t0 = int(start.timestamp())
+    for label, offset, seconds in [("exact", 0, 60), ("digest", 100, 30), ("late", 1000, 10)]:
+        d = tmp_path / "runs" / "CS" / f"{label}_w4_s0"
+        d.mkdir(parents=True)
+        started = datetime.fromtimestamp(t0 + offset).isoformat(timespec="seconds")
+        (d / "run.json").write_text(json.dumps({"dataset": "CS", "label": label, "seed": 0,
+                                                "started": started, "seconds": seconds}))
+    # samples every 20 s: 4.0, 6.0, 8.0, 10.0 at t0 .. t0+60, then 5.0, 7.0 at t0+100, t0+120
+    lines = [(t0 + 20 * i, 4.0 + 2 * i) for i in range(4)] + [(t0 + 100, 5.0), (t0 + 120, 7.0)]
+    path = tmp_path / "load.csv"
+    path.write_text("".join(f"{t},{v},1,1\n" for t, v in lines))
+    table = per_run(tmp_path / "runs", samples(path)).set_index("label")
+    assert table.loc["exact", "samples"] == 4 and table.loc["exact", "load1_mean"] == 7.0
+    assert table.loc["exact", "load1_max"] == 10.0
+    assert table.loc["digest", "samples"] == 2 and table.loc["digest", "load1_mean"] == 6.0
+    assert table.loc["late", "samples"] == 0  # no sample inside its window: no number
+    assert main(["--runs", str(tmp_path / "runs"), "--samples", str(path)]) == 0
+    assert "late" in capsys.readouterr().out
+
+
+def test_a_missing_samples_file_is_one_line(tmp_path, capsys):
+    assert main(["--runs", str(tmp_path), "--samples", str(tmp_path / "nope.csv")]) == 1
+    assert capsys.readouterr().err.startswith("error: ")
