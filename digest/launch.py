@@ -115,6 +115,8 @@ def _guarded(fn, args: tuple, inherited=None):
     traceback ONCE (here) and exits 1; a collective broken by a lost peer exits PEER_LOST quietly
     after GRACE_S, so the launcher's single line names the rank that really failed."""
     interrupt_once()
+    from .unresponsive import register
+    register()  # pid by rank, for the launcher's watch on workers that stop answering
     try:
         from .netem import enter_from_env
         enter_from_env()  # --emulate-network: this rank's network namespace, before any socket
@@ -131,7 +133,9 @@ def _guarded(fn, args: tuple, inherited=None):
         raise SystemExit(1) from None
 
 
-def _describe(rank: int, failure) -> str:
+def _describe(rank: int, failure, stopped: set) -> str:
+    if rank in stopped:
+        return f"rank {rank} (stopped answering: its process was stopped, not running)"
     if failure.exitcode < 0:
         return f"rank {rank} (killed by signal {failure.signal_name()})"
     if failure.exitcode == PEER_LOST:
@@ -178,6 +182,7 @@ def launch_all(fn, args: tuple, nprocs: int, monitor_interval: float = 0.5,
     from torch.distributed.launcher.api import LaunchConfig, elastic_launch
 
     from . import listen
+    from .unresponsive import Watch
 
     quiet_torch_logs()
     method = start_method()
@@ -191,11 +196,16 @@ def launch_all(fn, args: tuple, nprocs: int, monitor_interval: float = 0.5,
         start_method=method,
     )
     lost = None
+    watch = Watch()
     try:
-        with listen.worker_env({**listen.loopback_env(), **(env or {})}):
+        with watch, listen.worker_env({**listen.loopback_env(), **watch.env, **(env or {})}):
             results = elastic_launch(config, _guarded)(fn, args, _Inherit())
     except ChildFailedError as e:
-        lost = "lost worker " + ", ".join(_describe(r, f) for r, f in sorted(e.failures.items()))
+        failures = dict(e.failures)
+        # the peers' timeouts may be all the agent saw: the stopped ranks caused them
+        failures.update({r: None for r in watch.stopped if r not in failures})
+        order = sorted(failures, key=lambda r: (r not in watch.stopped, r))  # the cause first
+        lost = "lost worker " + ", ".join(_describe(r, failures[r], watch.stopped) for r in order)
     except SignalException as e:  # the launcher itself got a signal: workers are stopped
         if e.sigval == signal.SIGINT:
             raise KeyboardInterrupt from None  # Ctrl-C: "interrupted", status 130

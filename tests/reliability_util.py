@@ -12,7 +12,7 @@ from experiments.watch import Watched, alive, run, terminal_signals
 
 ROOT = Path(__file__).resolve().parents[1]
 FAULTS = ("DIGEST_TEST_KILL_RANK", "DIGEST_TEST_KILL_EPOCH", "DIGEST_TEST_RAISE_RANK",
-          "DIGEST_TEST_KILL_AFTER", "DIGEST_EPOCH_HOOK")
+          "DIGEST_TEST_KILL_AFTER", "DIGEST_TEST_STOP_RANK", "DIGEST_EPOCH_HOOK")
 HOOK = f"{ROOT / 'tests' / 'faults.py'}:inject"  # the trainer's epoch hook that injects them
 
 

@@ -159,3 +159,20 @@ def test_ctrl_c_stops_every_process_at_once(tmp_path, data, method):
     assert done.lines[-1] == "interrupted" and "Traceback" not in done.stderr, done.stderr[-3000:]
     assert done.survivors == [] and done.seconds < 20, (done.survivors, done.seconds)
     assert not (run / "summary.json").exists()
+
+
+def test_a_worker_that_stops_answering_ends_the_run_naming_it(tmp_path, data):
+    """Rank 1 SIGSTOPped (alive, answering no one): rank 0's collective times out after
+    --timeout, and the launcher names rank 1 as the cause (digest/unresponsive.py) and SIGKILLs
+    it, instead of naming only rank 0 and waiting 30 s for a SIGTERM it cannot receive."""
+    run = tmp_path / "run"
+    args = ["train", "--dataset", DATASET, "--method", "exact", "--workers", 2, "--hidden", 16,
+            "--epochs", EPOCHS, "--timeout", 5, "--no-progress", "--out", run]
+    hit = cli(args, data, tmp_path, env={"DIGEST_TEST_STOP_RANK": "1",
+                                         "DIGEST_TEST_KILL_EPOCH": str(FAULT_EPOCH)})
+    assert hit.rc == 1 and hit.survivors == [], (hit.rc, hit.survivors, hit.stderr[-3000:])
+    assert "Traceback" not in hit.stderr and hit.lines[-1] == (  # before it: the cache built
+        "error: lost worker rank 1 (stopped answering: its process was stopped, not running), "
+        "rank 0 (a collective failed: a peer stopped answering)"), hit.stderr[-3000:]
+    assert hit.seconds < 60  # start-up, the timeout, the grace (the kill itself: test_unresponsive)
+    assert_no_result(run)

@@ -1,0 +1,78 @@
+"""Workers that stop answering without exiting (a process stopped by SIGSTOP or a debugger, a
+machine frozen under it), seen from the local launcher.
+
+Their peers' collectives time out (``--timeout``) and exit as "a peer stopped answering"
+(launch.PEER_LOST): on their own those exits name the survivors, not the silent rank, and
+torch.distributed.elastic then waits 30 s for the stopped process to honour a SIGTERM it cannot
+receive. So each worker records its pid under its rank (``register``); the launcher's ``Watch``
+thread notes every rank whose process is stopped and, once another rank has exited, SIGKILLs the
+stopped ones (the run is over: nothing they hold can be saved) and names them."""
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import tempfile
+import threading
+from pathlib import Path
+
+_DIR = "DIGEST_PID_DIR"
+
+
+def register() -> None:
+    """In a worker: record this process's pid under its rank (a no-op outside the launcher)."""
+    where = os.environ.get(_DIR)
+    if where and "RANK" in os.environ:
+        Path(where, os.environ["RANK"]).write_text(str(os.getpid()))
+
+
+class Watch(threading.Thread):
+    """``with Watch() as w: launch(..., env=w.env)``; ``w.stopped``: the ranks found stopped."""
+
+    def __init__(self, interval: float = 0.5):
+        super().__init__(daemon=True, name="digest-unresponsive")
+        self.dir = tempfile.mkdtemp(prefix="digest-pids-")
+        self.env = {_DIR: self.dir}
+        self.stopped: set[int] = set()
+        self.interval, self._done = interval, threading.Event()
+
+    def __enter__(self) -> "Watch":
+        self.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._done.set()
+        self.join()
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+    def _processes(self) -> dict:
+        """{rank: psutil.Process, or None once it is gone}."""
+        import psutil
+        out = {}
+        for f in Path(self.dir).iterdir():
+            try:
+                out[int(f.name)] = psutil.Process(int(f.read_text()))
+            except psutil.NoSuchProcess:
+                out[int(f.name)] = None
+            except (ValueError, OSError):  # being written this instant
+                pass
+        return out
+
+    def run(self) -> None:
+        import psutil
+        while not self._done.wait(self.interval):
+            procs = self._processes()
+            state = {}
+            for rank, p in procs.items():
+                try:
+                    state[rank] = p.status() if p is not None else psutil.STATUS_DEAD
+                except psutil.Error:
+                    state[rank] = psutil.STATUS_DEAD
+            self.stopped |= {r for r, s in state.items() if s == psutil.STATUS_STOPPED}
+            gone = any(s in (psutil.STATUS_DEAD, psutil.STATUS_ZOMBIE) for s in state.values())
+            if gone:
+                for rank in self.stopped & set(procs):
+                    try:
+                        procs[rank].send_signal(signal.SIGKILL)
+                    except (psutil.Error, AttributeError):  # gone meanwhile
+                        pass
