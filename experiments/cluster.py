@@ -9,7 +9,8 @@ model (experiments/costmodel.py: each worker's CPU seconds + bytes / bandwidth, 
 is emulated) is set beside the emulated time of the same run, its error in %.
 
     cluster_epoch_time.csv   per dataset, method, M, bandwidth: emulated ms per epoch, speedup
-                             over exact at the same bandwidth
+                             over exact at the same bandwidth, comm_ms (time waiting in
+                             collectives: the communication computation did not hide)
     cluster_time_to_accuracy.csv   time to the target val accuracy at each bandwidth, speedup
     cluster_model.csv        emulated vs modeled ms per epoch, error (modeled - emulated) / emulated
     <dataset>_speedup_vs_bandwidth.png, <dataset>_val_vs_emulated_time.png (lowest bandwidth)
@@ -130,6 +131,11 @@ def markdown(tables: dict, loaded: Loaded, number: int = 6) -> str:
         bws, rows = _pivot(part, lambda r: f"{cell(r.emulated_ms, '.0f')} ({_x(r.speedup_vs_exact)})")
         out.append(f"\n### {dataset}, M={workers}: ms per epoch, emulated @ each bandwidth "
                    "(speedup over exact)\n\n")
+        out.append(md_table(["method", *(f"emulated @ {b}" for b in bws)], rows))
+        bws, rows = _pivot(part, lambda r: f"{cell(r.comm_ms, '.0f')} "
+                           f"({cell(100 * r.comm_ms / r.emulated_ms, '.0f')}%)")
+        out.append(f"\n### {dataset}, M={workers}: communication not hidden behind compute, ms per "
+                   "epoch (comm_time: waiting in collectives; % of the epoch), emulated\n\n")
         out.append(md_table(["method", *(f"emulated @ {b}" for b in bws)], rows))
         sub = mt[(mt.dataset == dataset) & (mt.workers == workers)]
         bws, rows = _pivot(sub, lambda r: f"{cell(r.modeled_ms, '.0f')} ({cell(r.error_pct, '+.0f')}%)")
