@@ -311,21 +311,30 @@ def main(argv=None) -> int:
                 trials.append(row)
                 write(table, trials)  # after every trial: an interrupted campaign keeps them
                 bar.update()
-    except KeyboardInterrupt:
-        print(f"interrupted; the {len(trials)} trials done are in {table}", file=sys.stderr)
-        return 130
+    except KeyboardInterrupt:  # the trials done are kept, and reported as such
+        interrupted = True
+    else:
+        interrupted = False
     finally:
         bar.close()
+    if not trials:
+        print("interrupted before any trial ended" if interrupted else "no trial ran",
+              file=sys.stderr)
+        return 130 if interrupted else 1
     final = namespaces()  # left behind: created during a trial and still there now
     for row in trials:
         row["namespaces_left"] = len(set(row.get("namespaces_new", "").split()) & final)
         row["passed"] = passed(row)
     write(table, trials)
-    args.report.write_text(report(trials, command, time.monotonic() - t0))
+    text = report(trials, command, time.monotonic() - t0)
+    if interrupted:
+        text += f"\nInterrupted after {len(trials)} of {len(methods) * args.trials} trials.\n"
+    args.report.write_text(text)
     failed = sum(not r["passed"] for r in trials)
-    print(f"{len(trials) - failed} of {len(trials)} trials passed every check; {table}, "
+    print(("interrupted; " if interrupted else "") +
+          f"{len(trials) - failed} of {len(trials)} trials passed every check; {table}, "
           f"{args.report}" + (f"; failed runs kept in {args.work}" if failed else ""))
-    return 1 if failed else 0
+    return 130 if interrupted else 1 if failed else 0
 
 
 if __name__ == "__main__":
