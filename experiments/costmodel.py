@@ -84,14 +84,16 @@ def worker_ranks(metrics: pd.DataFrame, compute: str = "cpu") -> list[int]:
                   if re.fullmatch(prefix + r"\d+", c))
 
 
-def modeled_epoch_times(metrics: pd.DataFrame, net: Network, compute: str = "cpu") -> pd.Series:
+def modeled_epoch_times(metrics: pd.DataFrame, net: Network, compute: str = "cpu",
+                        share: float = 1.0) -> pd.Series:
     """One modeled time (s) per metrics.csv row: the slowest worker under ``net``; NaN when the
-    run has no per-worker CPU seconds."""
+    run has no per-worker CPU seconds. ``share``: compute seconds are multiplied by it (workers
+    per node / cores where workers share cores: each then computes at that fraction of a core)."""
     ranks, prefix = worker_ranks(metrics, compute), COMPUTE[compute]
     if not ranks:
         if not worker_ranks(metrics, "wall"):
             raise ValueError("metrics has no per-worker columns (cpu_time_w{r}, compute_time_w{r})")
         return pd.Series(float("nan"), index=metrics.index)
-    per_worker = pd.concat([metrics[f"{prefix}{r}"] + metrics[f"bytes_w{r}"] / net.bandwidth
+    per_worker = pd.concat([share * metrics[f"{prefix}{r}"] + metrics[f"bytes_w{r}"] / net.bandwidth
                             + metrics[f"messages_w{r}"] * net.latency for r in ranks], axis=1)
     return per_worker.max(axis=1)

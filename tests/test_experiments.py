@@ -146,6 +146,9 @@ def test_cost_model_arithmetic():
     # row 1: w0 = 0.030; w1 = 0.001 + 0.01 + 5e-5 = 0.01105
     assert list(costmodel.modeled_epoch_times(m, NET)) == pytest.approx([0.02001, 0.030])
     assert list(costmodel.modeled_epoch_times(m, NET, compute="wall")) == pytest.approx([9.00102, 9.01005])
+    # workers sharing cores (share = workers per core): only the compute seconds scale
+    # row 0: w0 = 0.020 + 0.001 + 2e-5 = 0.02102; w1 = 0.040 + 1e-5; row 1: w0 = 0.060
+    assert list(costmodel.modeled_epoch_times(m, NET, share=2)) == pytest.approx([0.04001, 0.060])
     old = m.drop(columns=["cpu_time_w0", "cpu_time_w1"])  # a run that recorded no CPU seconds
     assert costmodel.modeled_epoch_times(old, NET).isna().all()
 
