@@ -63,7 +63,14 @@ def start_method() -> str:
 
 def prestart(modules: tuple = ()) -> None:
     """Start the forkserver now, importing ``PRELOAD`` and ``modules`` in the background while the
-    caller does its own work (on 2 cores the two overlap). A no-op once it runs, or under spawn."""
+    caller does its own work (on 2 cores the two overlap). A no-op once it runs, or under spawn.
+
+    Also sets the workers' C++ log level (read when torch loads, so before the forkserver starts):
+    errors only, unless the user set ``TORCH_CPP_LOG_LEVEL`` or ``DIGEST_DEBUG``. A peer's death
+    is otherwise echoed by every survivor's TensorPipe / c10d warnings ("pipe closed") above the
+    launcher's one line that names the lost rank."""
+    if not os.environ.get("DIGEST_DEBUG"):
+        os.environ.setdefault("TORCH_CPP_LOG_LEVEL", "ERROR")
     if start_method() != "forkserver":
         return
     import multiprocessing as mp

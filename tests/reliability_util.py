@@ -16,12 +16,11 @@ FAULTS = ("DIGEST_TEST_KILL_RANK", "DIGEST_TEST_KILL_EPOCH", "DIGEST_TEST_RAISE_
 HOOK = f"{ROOT / 'tests' / 'faults.py'}:inject"  # the trainer's epoch hook that injects them
 
 
-Result = Watched
-_alive, _terminal_signals = alive, terminal_signals
+_alive, _terminal_signals = alive, terminal_signals  # the names other tests import
 
 
 def cli(args, data_root, cwd, env: dict | None = None, timeout: float = 180,
-        interrupt_after: float | None = None, interrupt_when: Path | None = None) -> Result:
+        interrupt_after: float | None = None, interrupt_when: Path | None = None) -> Watched:
     """``python -m digest *args``; ``env`` adds variables (the fault-injection hooks);
     ``interrupt_after`` / ``interrupt_when``: Ctrl-C then (experiments/watch.py)."""
     full = {k: v for k, v in os.environ.items() if k not in FAULTS and k != "DIGEST_DEBUG"}

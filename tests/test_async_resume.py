@@ -12,12 +12,12 @@ import io
 import json
 import shutil
 import time
-import zipfile
 
 import pytest
 import torch
 
 from digest.server import ParameterServer
+from experiments.fault_campaign import damage as damaged
 from reliability_util import cli, here, leftovers, rows
 
 DATASET = "synthetic:nodes=300,avg_degree=5,features=16,classes=4,seed=1"
@@ -149,6 +149,9 @@ def test_killed_run_resumes_to_the_whole_budget(runs):
     # there as a lost peer, and a launcher slow to poll (2 loaded cores) may name it as well
     assert hit.lines[-1].startswith("error: lost worker ") and \
         "rank 1 (killed by signal SIGKILL)" in hit.lines[-1], hit.stderr[-3000:]
+    # that one line only: no survivor's TensorPipe warning ("pipe closed") above it (the fault
+    # campaign found one in 9 DIGEST-A trials of 10; launch.prestart now keeps C++ logs to errors)
+    assert len(hit.lines) == 1, hit.stderr[-3000:]
     # killed: no result, the checkpoint of server epoch EVERY committed, its progress visible
     assert "summary.json" not in killed["files"] and "metrics.csv" not in killed["files"]
     assert killed["config"]["epoch"] == EVERY
@@ -194,19 +197,7 @@ def test_a_damaged_checkpoint_is_refused_in_one_line(runs, damage, capsys, tmp_p
     run = tmp_path / "run"
     shutil.copytree(runs["run"], run)
     victim = run / "checkpoint" / f"epoch{EPOCHS}" / "rank1.pt"
-    data = bytearray(victim.read_bytes())
-    if damage == "corrupt":  # a byte in the middle of the largest tensor's bytes
-        with zipfile.ZipFile(victim) as z:
-            info = max(z.infolist(), key=lambda i: i.file_size)
-        # its bytes follow the local header: 30 bytes, then the name and extra field (lengths at
-        # offsets 26 and 28; torch pads the extra field to align the data)
-        at = info.header_offset
-        start = at + 30 + int.from_bytes(data[at + 26:at + 28], "little") + \
-            int.from_bytes(data[at + 28:at + 30], "little")
-        data[start + info.file_size // 2] ^= 0xFF
-    else:
-        data = data[: len(data) // 2]
-    victim.write_bytes(bytes(data))
+    damaged(victim, damage)  # a byte flipped inside the largest tensor, or the file cut in half
     rc, err = here(["train", "--resume", run, "--no-progress"], capsys)
     assert rc == 1 and len(err) == 1, err
     assert err[0].startswith(f"error: checkpoint {victim} is unreadable ({damage}"), err
