@@ -210,7 +210,8 @@ COLUMNS = {  # the report's per-method table: header -> how a trial counts in it
 }
 
 
-def report(trials: list[dict], command: str, seconds: float) -> str:
+def report(trials: list[dict], command: str, seconds: float,
+           table: str = "results/reliability/trials.csv") -> str:
     from digest.metrics import git_commit, machine, versions
     m = machine(WORKERS, WORKERS, 1)
     lines = [
@@ -219,7 +220,7 @@ def report(trials: list[dict], command: str, seconds: float) -> str:
         f"{seconds / 60:.0f} min). Machine: {m['cpu']}, {m['cores']} cores, {m['ram_gib']} GiB, "
         f"GPU {m['gpu']}; {m['cores_shared']}. Versions: "
         + ", ".join(f"{k} {v}" for k, v in versions().items()) + ". One row per trial: "
-        "results/reliability/trials.csv.", "",
+        f"{table}.", "",
         f"Every trial: `python -m digest train --dataset {DATASET} --workers {WORKERS} --hidden 16 "
         f"--dropout 0 --epochs {EPOCHS} --checkpoint-every {EVERY}` (DIGEST methods: "
         "`--sync-interval 3`; DIGEST-A: `--eval-every 5`), "
@@ -326,7 +327,8 @@ def main(argv=None) -> int:
         row["namespaces_left"] = len(set(row.get("namespaces_new", "").split()) & final)
         row["passed"] = passed(row)
     write(table, trials)
-    text = report(trials, command, time.monotonic() - t0)
+    shown = table.resolve().relative_to(ROOT) if table.resolve().is_relative_to(ROOT) else table
+    text = report(trials, command, time.monotonic() - t0, str(shown))
     if interrupted:
         text += f"\nInterrupted after {len(trials)} of {len(methods) * args.trials} trials.\n"
     args.report.write_text(text)
