@@ -46,14 +46,15 @@ class Watch(threading.Thread):
         shutil.rmtree(self.dir, ignore_errors=True)
 
     def _processes(self) -> dict:
-        """{rank: psutil.Process, or None once it is gone}."""
+        """{rank: (psutil.Process, its status)}; a process already gone has status "dead"."""
         import psutil
         out = {}
         for f in Path(self.dir).iterdir():
             try:
-                out[int(f.name)] = psutil.Process(int(f.read_text()))
-            except psutil.NoSuchProcess:
-                out[int(f.name)] = None
+                p = psutil.Process(int(f.read_text()))
+                out[int(f.name)] = (p, p.status())
+            except psutil.Error:  # gone (or a zombie psutil cannot read)
+                out[int(f.name)] = (None, psutil.STATUS_DEAD)
             except (ValueError, OSError):  # being written this instant
                 pass
         return out
@@ -62,17 +63,12 @@ class Watch(threading.Thread):
         import psutil
         while not self._done.wait(self.interval):
             procs = self._processes()
-            state = {}
-            for rank, p in procs.items():
-                try:
-                    state[rank] = p.status() if p is not None else psutil.STATUS_DEAD
-                except psutil.Error:
-                    state[rank] = psutil.STATUS_DEAD
-            self.stopped |= {r for r, s in state.items() if s == psutil.STATUS_STOPPED}
-            gone = any(s in (psutil.STATUS_DEAD, psutil.STATUS_ZOMBIE) for s in state.values())
-            if gone:
-                for rank in self.stopped & set(procs):
+            self.stopped |= {r for r, (_, s) in procs.items() if s == psutil.STATUS_STOPPED}
+            if any(s in (psutil.STATUS_DEAD, psutil.STATUS_ZOMBIE) for _, s in procs.values()):
+                for rank in self.stopped:
+                    p = procs.get(rank, (None, None))[0]
                     try:
-                        procs[rank].send_signal(signal.SIGKILL)
-                    except (psutil.Error, AttributeError):  # gone meanwhile
+                        if p is not None:
+                            p.send_signal(signal.SIGKILL)
+                    except psutil.Error:  # gone meanwhile
                         pass
