@@ -63,15 +63,17 @@ def test_within_budget_is_the_ogb_rule_inside_the_budget(runs):
     assert pareto.within_budget(late, "cum_bytes", 8000)["test_acc"] == .9
 
 
-def test_budgets_log_spaced_between_the_run_totals_rounded_up():
-    assert pareto.budgets([1000, 64000]) == [1000, 2300, 5280, 12200, 27900, 64000]
+def test_budgets_log_spaced_from_the_first_evaluation_to_the_largest_total_rounded_up():
+    assert pareto.budgets([1000, 5000], [20000, 64000], 6) == [1000, 2300, 5280, 12200, 27900,
+                                                                64000]
     # geomspace: 2297.4, 5278.0, 12125.7, 27857.6 -> up to 3 significant digits
-    assert pareto.budgets([8000, 0, 1000], 4) == [1000, 2000, 4000, 8000]  # 0: smallest positive
-    assert pareto.budgets([0, 0]) == [0.0] and pareto.budgets([5, 5]) == [5.0]
-    assert pareto.budgets([0.1 + 0.1 + 0.1]) == [0.3]  # float noise is not rounded up
+    assert pareto.budgets([0, 1000], [8000, 0], 4) == [1000, 2000, 4000, 8000]  # 0: smallest positive
+    assert pareto.budgets([], [8000, 0, 1000], 4) == [1000, 2000, 4000, 8000]  # none: the totals'
+    assert pareto.budgets([0], [0, 0]) == [0.0] and pareto.budgets([5], [5, 5]) == [5.0]
+    assert pareto.budgets([0.1 + 0.1 + 0.1], [0.1 + 0.1 + 0.1]) == [0.3]  # float noise: not up
     assert pareto._ceil3(1234567) == 1240000 and pareto._ceil3(999.5) == 1000
-    assert pareto.budgets([]) == []
-    assert pareto.N_BUDGETS == 6
+    assert pareto.budgets([], []) == []
+    assert pareto.N_BUDGETS == 8
 
 
 def test_table_budgets_and_front_with_ties_and_a_method_not_yet_evaluated(runs):
@@ -79,16 +81,16 @@ def test_table_budgets_and_front_with_ties_and_a_method_not_yet_evaluated(runs):
     assert list(t.columns) == pareto.COLUMNS
     assert set(t.workers) == {2}  # exact at M=1 is not compared (largest M only)
     assert list(dict.fromkeys(t.axis)) == ["bytes", "time, measured"]
-    # totals of the M=2 runs: bytes 4000, 8000, 2000, 8000 -> 2000, 4000, 8000; time 0.4, 0.2,
-    # 0.4, 0.8 -> 0.2, 0.4, 0.8
-    assert sorted(set(t[t.axis == "bytes"].budget)) == [2000, 4000, 8000]
-    assert sorted(set(t[t.axis == "time, measured"].budget)) == [0.2, 0.4, 0.8]
+    # M=2 runs, first evaluated epoch to last: bytes a 1000-4000, b 2000-8000, c 500-2000, late
+    # 8000 -> 500, 2000, 8000; time a 0.1-0.4, b 0.05-0.2, c 0.1-0.4, late 0.8 -> 0.05, 0.2, 0.8
+    assert sorted(set(t[t.axis == "bytes"].budget)) == [500, 2000, 8000]
+    assert sorted(set(t[t.axis == "time, measured"].budget)) == [0.05, 0.2, 0.8]
     expect = {  # (axis, budget): {method: test accuracy}, front
+        ("bytes", 500): ({"a": None, "b": None, "c": .7, "late": None}, {"c"}),
         ("bytes", 2000): ({"a": .7, "b": .6, "c": .7, "late": None}, {"a", "c"}),  # tie: both
-        ("bytes", 4000): ({"a": .85, "b": .7, "c": .7, "late": None}, {"a"}),
         ("bytes", 8000): ({"a": .85, "b": .9, "c": .7, "late": .9}, {"b", "late"}),
+        ("time, measured", 0.05): ({"a": None, "b": .6, "c": None, "late": None}, {"b"}),
         ("time, measured", 0.2): ({"a": .7, "b": .9, "c": .7, "late": None}, {"b"}),
-        ("time, measured", 0.4): ({"a": .85, "b": .9, "c": .7, "late": None}, {"b"}),
         ("time, measured", 0.8): ({"a": .85, "b": .9, "c": .7, "late": .9}, {"b", "late"})}
     for (axis, budget), (accs, front) in expect.items():
         for method, acc in accs.items():
@@ -110,7 +112,7 @@ def test_mean_over_seeds_only_when_every_seed_has_a_value(runs):
     write_run(runs, "s", 2, 0, [0.1] * 4, [.5, .6, .7, .8], bytes_w=1000)
     blank_until(write_run(runs, "s", 2, 1, [0.1] * 4, [0, 0, .9, .9], tests=[0, 0, .75, .6],
                           bytes_w=1000), 2)
-    t = pareto.pareto_table(load(runs), n=3)
+    t = pareto.pareto_table(load(runs), n=5)  # bytes budgets 500, 1000, 2000, 4000, 8000
     assert at(t, "bytes", 4000, "s", "seeds_in_budget") == "1/2"
     assert math.isnan(at(t, "bytes", 4000, "s"))  # not seed 0's 0.6 alone
     assert at(t, "bytes", 8000, "s") == pytest.approx((.8 + .75) / 2)  # seed 1: first best val .9
@@ -129,12 +131,13 @@ def test_workers_all_gives_one_front_per_worker_count(runs):
     t = pareto.pareto_table(load(runs), workers="all", n=3)
     one = t[t.workers == 1]
     assert set(one.method) == {"exact"} and one.on_front.all()
-    assert sorted(set(one[one.axis == "time, measured"].budget)) == [40.0]  # its own total only
+    assert sorted(set(one[one.axis == "time, measured"].budget)) == [10.0, 20.0, 40.0]  # its own
     assert sorted(set(one[one.axis == "bytes"].budget)) == [0.0]  # no bytes at M=1
     assert at(one, "bytes", 0.0, "exact") == .8
     assert t[t.workers == 2].reset_index(drop=True).equals(pareto.pareto_table(load(runs), n=3))
     assert pareto.fronts(t)["toy"]["bytes (M=1)"] == [(0.0, "B", ["exact"])]
-    assert pareto.fronts(t)["toy"]["bytes (M=2)"][0] == (2000.0, "B", ["a", "c"])
+    assert pareto.fronts(t)["toy"]["bytes (M=2)"][:2] == [(500.0, "B", ["c"]),
+                                                           (2000.0, "B", ["a", "c"])]
 
 
 def test_emulated_times_are_their_own_axes(runs):
@@ -151,8 +154,8 @@ def test_emulated_times_are_their_own_axes(runs):
                        "bytes, runs emulated @ 100mbit": {"a@100mbit"},
                        "time, emulated @ 100mbit": {"a@100mbit"},
                        "time, emulated (emu_time)": {"b"}}
-    assert sorted(set(t[t.axis == "time, emulated (emu_time)"].budget)) == [2.0]
-    assert sorted(set(t[t.axis == "time, emulated @ 100mbit"].budget)) == [4.0]
+    assert sorted(set(t[t.axis == "time, emulated (emu_time)"].budget)) == [0.5, 1.0, 2.0]
+    assert sorted(set(t[t.axis == "time, emulated @ 100mbit"].budget)) == [1.0, 2.0, 4.0]
     assert list(dict.fromkeys(t.axis))[:2] == ["bytes", "time, measured"]
     assert set(pareto.pareto_table(load(runs), n=3).axis) == set(t.axis) - {
         "time, emulated (emu_time)"}  # the column's axis only when asked for
@@ -167,18 +170,18 @@ def test_markdown_section_and_the_reading(runs, tmp_path):
     assert "| <= 0.00191 MiB | **70.00** | 60.00 | **70.00** | – | a, c |" in md
     assert "| <= 0.00763 MiB | 85.00 | **90.00** | 70.00 | **90.00** | b, late |" in md
     assert "| <= 0.2 s | 70.00 | **90.00** | 70.00 | – | b |" in md
-    assert pareto.fronts(t)["toy"]["bytes"] == [(2000.0, "B", ["a", "c"]), (4000.0, "B", ["a"]),
+    assert pareto.fronts(t)["toy"]["bytes"] == [(500.0, "B", ["c"]), (2000.0, "B", ["a", "c"]),
                                                 (8000.0, "B", ["b", "late"])]
     assert pareto.reading(t) == [
-        "toy, bytes: a at <= 0.00191, 0.00381 MiB; c at <= 0.00191 MiB; b at <= 0.00763 MiB; "
+        "toy, bytes: c at <= 0.000477, 0.00191 MiB; a at <= 0.00191 MiB; b at <= 0.00763 MiB; "
         "late at <= 0.00763 MiB",
-        "toy, time, measured: b at <= 0.2, 0.4, 0.8 s; late at <= 0.8 s"]
+        "toy, time, measured: b at <= 0.05, 0.2, 0.8 s; late at <= 0.8 s"]
     assert f"- {pareto.reading(t)[0]}" in md
     # through the tables: pareto.csv and the section after the others
     assert tables.main(["--runs", str(runs), "--out", str(tmp_path / "t")]) == 0
     csv = pd.read_csv(tmp_path / "t" / "pareto.csv")
     assert list(csv.columns) == pareto.COLUMNS
-    assert len(csv) == 4 * csv.groupby("axis").budget.nunique().sum() == 4 * 12  # 6 budgets each
+    assert len(csv) == 4 * csv.groupby("axis").budget.nunique().sum() == 4 * 16  # 8 budgets each
     assert "## 5. Pareto" in (tmp_path / "t" / "tables.md").read_text()
     assert "## 5. Pareto" in report.markdown(load(runs), tables.build(load(runs)), None, 0.98, "x")
 
@@ -201,9 +204,14 @@ def test_recompute_covers_pareto_csv(tmp_path, capsys):
     assert recompute.main(args(path, tmp_path, "--write")) == 0
     results = tmp_path / "results"
     csv = pd.read_csv(results / "pareto.csv")
-    # exact (2 seeds) and digest-I10 both end at 6000 B and 0.3 s: one budget per axis
-    assert list(csv.budget) == [6000, 6000, 0.3, 0.3] and list(csv.method) == ["exact", "digest-I10"] * 2
-    assert list(csv.test_acc) == [1.0, .99, 1.0, .99] and list(csv.on_front) == [True, False] * 2
+    # exact (2 seeds) and digest-I10: first evaluated at 2000 B and 0.1 s, both end at 6000 B
+    # and 0.3 s: 8 budgets per axis between them, the last covering both runs whole
+    for axis, lo, hi in [("bytes", 2000, 6000), ("time, measured", 0.1, 0.3)]:
+        part = csv[csv.axis == axis]
+        assert sorted(set(part.budget))[::7] == [lo, hi] and part.budget.nunique() == 8
+        last = part[part.budget == hi]
+        assert list(last.method) == ["exact", "digest-I10"] and list(last.test_acc) == [1.0, .99]
+        assert list(last.on_front) == [True, False]
     assert "Pareto" in (results / "tables.md").read_text()
     assert (tmp_path / "plots" / "toy_pareto.png").exists()
     capsys.readouterr()
