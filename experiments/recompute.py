@@ -28,6 +28,7 @@ from .load import load
 REPO = Path(__file__).resolve().parents[1]
 NETWORK = "10gbit,5us"  # run_all.sh's default NETWORK
 TABLES = ("tables.md", "accuracy.csv", "epoch_time.csv", "time_to_accuracy.csv", "bytes.csv",
+          "method_state.csv",
           "runs.csv", "straggler.csv", "pareto.csv", "cluster_epoch_time.csv", "cluster_model.csv",
           "cluster_time_to_accuracy.csv")  # every file experiments.tables may write
 

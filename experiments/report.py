@@ -155,6 +155,9 @@ def markdown(loaded: Loaded, tables: dict, net: Network | None, target, command:
         out.append(md_table(["method", "M", *cols],
                             [[r["method"], r["workers"], *(cell(r[c], ".3f") for c in cols)]
                              for _, r in part.iterrows()]))
+    if "method_state" in tables:
+        from .method_state import section as state_section
+        out.append(state_section(tables["method_state"]))
     if "straggler" in tables:
         out.append(straggler_section(tables["straggler"]))
     number = 6 if "straggler" in tables else 5

@@ -3,7 +3,8 @@
     python -m experiments.tables --suite quick --runs results/quick/runs --out results/quick \
         [--network 10gbit,5us] [--target 0.98,0.99,0.995]
 
-accuracy.csv, epoch_time.csv, time_to_accuracy.csv, bytes.csv, runs.csv, pareto.csv (best test
+accuracy.csv, epoch_time.csv, time_to_accuracy.csv, bytes.csv, method_state.csv (each method's
+own metrics columns and peak memory: experiments/method_state.py), runs.csv, pareto.csv (best test
 accuracy within budgets of bytes and of time, the front marked: experiments/pareto.py) and tables.md (whose
 header names the machine, versions, commit and commands, read from the runs' summary.json); when
 some run has stragglers (``--slow-workers``), also straggler.csv (pace of the fast and the slow
@@ -18,7 +19,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from . import cluster, pareto, report
+from . import cluster, method_state, pareto, report
 from .config import base_label, exact_for
 from .costmodel import Network, modeled_epoch_times, parse_network
 from .load import Loaded, load
@@ -247,7 +248,8 @@ def build(loaded: Loaded, net: Network | None = None, fraction=TARGETS,
     frame = run_frame(loaded, net)
     out = {"accuracy": accuracy(frame), "epoch_time": epoch_time(frame, net),
            "time_to_accuracy": time_to_accuracies(loaded, fraction, net),
-           "bytes": bytes_per_epoch(frame), "runs": report.runs_index(loaded)}
+           "bytes": bytes_per_epoch(frame), "method_state": method_state.table(loaded),
+           "runs": report.runs_index(loaded)}
     if has_stragglers(loaded):
         out["straggler"] = straggler(loaded)
     out["pareto"] = pareto.pareto_table(loaded, time_column=emulated_time)  # issue 20

@@ -1,0 +1,70 @@
+"""What each method did, beside what it sent: its own metrics.csv columns and peak memory.
+
+Every method logs the state its paper is about (issue 19): PipeGCN the staleness used and how
+often the exchange was ready, BNS-GCN the sampled fraction, SANCUS the fraction of (layer, peer)
+blocks sent and the staleness reached, AdaQP the bits per layer, DIGEST the store syncs and the
+stale representations' error, VARCO the compression ratio. This table puts them side by side:
+
+- state: every metrics column that is not one of the harness's own (``HARNESS``: losses,
+  accuracies, times, bytes, messages, memory, the per-worker ``*_w<k>`` copies), as its mean over
+  the epochs that have it, then over seeds; a running count (``CUMULATIVE``, e.g. DIGEST's
+  ``store_syncs``) as its last value, named ``... total``;
+- peak memory: the run's largest per-worker peak (``summary.json`` ``peak_mem_mb_max``, MiB),
+  mean over seeds; the same process-level measure for every method.
+"""
+from __future__ import annotations
+
+import re
+
+import pandas as pd
+
+from .load import Loaded
+
+HARNESS = {"epoch", "train_loss", "epoch_time", "comm_time", "compute_time", "peak_mem_mb",
+           "messages", "cpu_time", "train_acc", "val_acc", "test_acc", "eval_time", "wall_time",
+           "cum_bytes"}
+CUMULATIVE = {"store_syncs"}  # running counts: the run's last value is the total
+PER_WORKER = re.compile(r".*_w\d+$")
+
+
+def state_columns(metrics: pd.DataFrame) -> list[str]:
+    """The method's own columns of one run's metrics.csv, in file order."""
+    return [c for c in metrics.columns if c not in HARNESS and not c.startswith("bytes_")
+            and not PER_WORKER.match(c)]
+
+
+def table(loaded: Loaded) -> pd.DataFrame:
+    """One row per (dataset, method, M): seeds, peak memory (MiB) and the state, one string."""
+    groups: dict = {}
+    for r in loaded.records:
+        groups.setdefault((r.dataset, r.label, r.workers), []).append(r)
+    rows = []
+    for (dataset, label, workers), recs in groups.items():
+        means: dict = {}
+        for r in recs:
+            for c in state_columns(r.metrics):
+                col = pd.to_numeric(r.metrics[c], errors="coerce").dropna()
+                if len(col):
+                    key, value = ((f"{c} total", col.iloc[-1]) if c in CUMULATIVE
+                                  else (c, col.mean()))
+                    means.setdefault(key, []).append(float(value))
+        mem = [r.summary["peak_mem_mb_max"] for r in recs if r.summary.get("peak_mem_mb_max")]
+        rows.append({"dataset": dataset, "method": label, "workers": workers, "seeds": len(recs),
+                     "peak_mem_mb": sum(mem) / len(mem) if mem else float("nan"),
+                     "state": "; ".join(f"{c} {sum(v) / len(v):.4g}" for c, v in means.items())})
+    return pd.DataFrame(rows, columns=["dataset", "method", "workers", "seeds", "peak_mem_mb",
+                                       "state"])
+
+
+def section(df: pd.DataFrame) -> str:
+    """tables.md's sub-tables of section 4, one per dataset."""
+    from .report import md_table
+    out = []
+    for dataset, part in df.groupby("dataset", sort=False):
+        out.append(f"\n### {dataset}: method state (its own metrics.csv columns, mean over epochs "
+                   "and seeds) and peak memory per worker\n\n")
+        out.append(md_table(["method", "M", "seeds", "peak MiB", "state"],
+                            [[r.method, r.workers, r.seeds,
+                              "n/a" if r.peak_mem_mb != r.peak_mem_mb else f"{r.peak_mem_mb:.0f}",
+                              r.state or "–"] for r in part.itertuples()]))
+    return "".join(out)
