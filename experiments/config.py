@@ -28,6 +28,14 @@ class MethodSpec:
     # {M: seeds} for this method at M, before the suite's: more seeds where the comparison the
     # suite is about is made, without repeating every other method
     seeds_by_workers: dict = field(default_factory=dict)
+    # restrict the suite's datasets / emulated networks for this method (each a subset of the
+    # suite's): a method added to a sweep at a few of its points, beside references run at all
+    datasets: tuple | None = None
+    networks: tuple | None = None
+
+    def nets(self, suite: "Suite") -> tuple:
+        """The networks this method runs at: its own, else the suite's; (None,) for no emulation."""
+        return self.networks or suite.networks or (None,)
 
     def seeds(self, suite: "Suite", workers: int) -> tuple:
         if workers in self.seeds_by_workers:
@@ -71,7 +79,7 @@ def exact_for(label: str) -> str:
 def labels(suite: "Suite") -> list[str]:
     """Every run label of the suite, in order (methods, then networks within each)."""
     return [f"{m.label}{NET_SEP}{n}" if n else m.label for m in suite.methods
-            for n in (suite.networks or (None,))]
+            for n in m.nets(suite)]
 
 
 @dataclass(frozen=True)
@@ -130,7 +138,7 @@ def _check_flags(flags: dict, where: str) -> None:
         raise ValueError(f"{where}: not a `digest train` flag here: {', '.join(bad)}")
 
 
-METHOD_KEYS = {"label", "method", "flags", "workers", "seeds_by_workers"}
+METHOD_KEYS = {"label", "method", "flags", "workers", "seeds_by_workers", "datasets", "networks"}
 SUITE_KEYS = {"name", "datasets", "workers", "seeds", "epochs", "model", "methods",
               "seeds_by_workers", "networks"}
 
@@ -147,8 +155,17 @@ def suite_from_dict(d: dict) -> Suite:
                              f"{', '.join(unknown)} (known: {', '.join(sorted(METHOD_KEYS))})")
     methods = tuple(MethodSpec(m["label"], m["method"], dict(m.get("flags") or {}),
                                tuple(m["workers"]) if m.get("workers") else None,
-                               _seeds_by_workers(m))
+                               _seeds_by_workers(m),
+                               tuple(m["datasets"]) if m.get("datasets") else None,
+                               tuple(str(n) for n in m["networks"]) if m.get("networks") else None)
                     for m in d["methods"])
+    for m in methods:  # a method's own points must be points of the suite
+        for key, own, whole in [("datasets", m.datasets, d["datasets"]),
+                                ("networks", m.networks, [str(n) for n in d.get("networks") or ()])]:
+            extra = sorted(set(own or ()) - set(whole))
+            if extra:
+                raise ValueError(f"suite {d['name']} method {m.label}: {key} {', '.join(extra)} "
+                                 f"not among the suite's ({', '.join(whole) or 'none'})")
     labels = [m.label for m in methods]
     if len(set(labels)) != len(labels):
         raise ValueError(f"suite {d['name']}: duplicate method labels in {labels}")
@@ -183,7 +200,9 @@ def expand(suite: Suite) -> list[Run]:
     runs = []
     for dataset in suite.datasets:
         for base in suite.methods:
-            for net in suite.networks or (None,):
+            if base.datasets and dataset not in base.datasets:
+                continue
+            for net in base.nets(suite):
                 spec = base if net is None else dataclasses.replace(
                     base, label=f"{base.label}{NET_SEP}{net}",
                     flags={**base.flags, "emulate_network": net})

@@ -7,7 +7,7 @@ import pandas as pd
 import pytest
 
 from experiments import costmodel, plots, report, runner, tables
-from experiments.config import config_hash, expand, load_suite, suite_from_dict, to_argv
+from experiments.config import config_hash, expand, labels, load_suite, suite_from_dict, to_argv
 from experiments.load import load
 
 NET = costmodel.parse_network("10gbit,5us")
@@ -293,9 +293,25 @@ def test_a_suite_with_networks_runs_every_method_at_each():
     assert [r.name for r in runs] == ["exact@1gbit_w2_s0", "exact@100mbit_w2_s0",
                                       "varco-fixed-8@1gbit_w2_s0", "varco-fixed-8@100mbit_w2_s0"]
     assert runs[1].flags["emulate_network"] == "100mbit" and "--emulate-network" in runs[1].argv("d")
-    assert len(expand(load_suite("cluster"))) == 40
+    assert len(expand(load_suite("cluster"))) == 40 + 12  # the second wave: 6 methods at 2 points
     with pytest.raises(ValueError, match="unknown key.s. network"):
         suite_from_dict({**SUITE, "network": ["1gbit"]})
+
+
+def test_a_method_can_join_a_sweep_at_some_of_its_datasets_and_networks():
+    suite = suite_from_dict({**SUITE, "seeds": [0], "datasets": ["synthetic", "CS"],
+                             "networks": ["1gbit", "100mbit"], "methods": [
+                                 {"label": "exact", "method": "exact"},
+                                 {"label": "pipegcn", "method": "pipegcn", "datasets": ["CS"],
+                                  "networks": ["100mbit"]}]})
+    assert [(r.dataset, r.name) for r in expand(suite)] == [
+        ("synthetic", "exact@1gbit_w2_s0"), ("synthetic", "exact@100mbit_w2_s0"),
+        ("CS", "exact@1gbit_w2_s0"), ("CS", "exact@100mbit_w2_s0"), ("CS", "pipegcn@100mbit_w2_s0")]
+    assert labels(suite) == ["exact@1gbit", "exact@100mbit", "pipegcn@100mbit"]
+    for key, bad in [("datasets", ["Physics"]), ("networks", ["10mbit"])]:
+        with pytest.raises(ValueError, match=f"method pipegcn: {key} {bad[0]} not among the suite's"):
+            suite_from_dict({**SUITE, "networks": ["1gbit"], "methods": [
+                {"label": "pipegcn", "method": "pipegcn", key: bad}]})
 
 
 SUITE = {"name": "t", "datasets": ["synthetic"], "workers": [2], "seeds": [0, 1], "epochs": 3,
