@@ -2,7 +2,9 @@
 per-epoch losses and bytes. ``tests/data/regression.json`` was written by this file's
 ``python tests/test_regression.py --write`` on main before the restructure of issue 15 (commit
 4dd74b8); a change that alters any method's arithmetic or byte count fails here and has to say so
-by re-writing the file in a commit of its own.
+by re-writing the file in a commit of its own. Bytes and message counts must match exactly; losses
+within a relative 1e-5 (float32 sums differ in the last bit between CPUs, as a CI machine showed:
+1.2647813558578491 against 1.264781415462494; any change of a method's arithmetic moves them far more).
 
 DIGEST-A runs with one worker: with M = 1 it is step for step synchronous DIGEST, and
 deterministic (with more workers the order in which gradients arrive is not)."""
@@ -30,6 +32,7 @@ CASES = {
     "digest-async-M1": ["--method", "digest-async", "--workers", "1", "--sync-interval", "2"],
     "varco": ["--method", "varco", "--workers", "2", "--comp-max", "4"],
 }
+LOSS_RTOL = 1e-5
 COLUMNS = ("train_loss", "bytes_halo_fwd", "bytes_halo_bwd", "bytes_store", "bytes_params",
            "messages")
 
@@ -49,7 +52,10 @@ def test_same_losses_and_bytes(name, tmp_path, data_root):
     expected = json.loads(EXPECTED.read_text())[name]
     got = run_case(name, tmp_path / name, data_root)
     for column in COLUMNS:
-        assert got[column] == expected[column], f"{name}: {column} changed"
+        want = expected[column]
+        if column == "train_loss":
+            want = pytest.approx(want, rel=LOSS_RTOL, abs=0)
+        assert got[column] == want, f"{name}: {column} changed"
 
 
 if __name__ == "__main__":  # python tests/test_regression.py --write
