@@ -23,7 +23,7 @@ from .load import Loaded
 HARNESS = {"epoch", "train_loss", "epoch_time", "comm_time", "compute_time", "peak_mem_mb",
            "messages", "cpu_time", "train_acc", "val_acc", "test_acc", "eval_time", "wall_time",
            "cum_bytes"}
-CUMULATIVE = {"store_syncs"}  # running counts: the run's last value is the total
+CUMULATIVE = {"store_syncs", "server_version", "server_wall_time"}  # running: the last value is the total
 PER_WORKER = re.compile(r".*_w\d+$")
 
 

@@ -21,6 +21,10 @@ Rules (stated again in tables.md's section, which renders this table):
 - Front: at a budget, a method is on the front when no other method compared there reaches a
   higher accuracy within it (accuracies within ``TIE`` of the best are ties: all on). A method
   with no value at that budget is not on it.
+- Ranked: only the methods with the most seeds in their group (a suite's main settings) compete
+  for the front; one with fewer (a variant run at one seed) is shown with its seed count and
+  ``ranked`` False, never on the front: a seed draws the split, so one seed's accuracy is not
+  comparable with a mean over three.
 - Worker count: by default, per dataset, only the runs at its largest worker count
   (``workers="max"``); ``workers="all"``: one front per worker count, never mixed.
 - Time axes, never mixed: ``time, measured`` is wall_time (training time, evaluation excluded)
@@ -48,7 +52,7 @@ TIE = 1e-9  # accuracies this close are ties (float rounding of means over seeds
 REL = 1e-9  # relative slack of "<= budget": a sum of epoch times 0.1 + 0.1 + 0.1 is within 0.3
 MiB = 2**20
 COLUMNS = ["dataset", "workers", "axis", "unit", "budget", "method", "seeds", "seeds_in_budget",
-           "test_acc", "val_acc", "epochs", "on_front"]
+           "test_acc", "val_acc", "epochs", "ranked", "on_front"]
 
 
 def within_budget(metrics: pd.DataFrame, column: str, budget: float) -> dict | None:
@@ -162,11 +166,13 @@ def pareto_table(loaded: Loaded, workers="max", time_column: str | None = None,
         totals = [float(m[column].dropna().iloc[-1]) for m in runs if m[column].notna().any()]
         firsts = [float(m.loc[m["val_acc"].notna(), column].dropna().iloc[0]) for m in runs
                   if m.loc[m["val_acc"].notna(), column].notna().any()]
+        most = max(len(recs) for recs in by_label.values())
         for b in budgets(firsts, totals, n):
             block = [{"dataset": dataset, "workers": w, "axis": axis, "unit": unit, "budget": b,
-                      "method": label, **method_at(recs, column, b)}
+                      "method": label, **method_at(recs, column, b), "ranked": len(recs) == most}
                      for label, recs in by_label.items()]
-            for row, on in zip(block, mark_front([r["test_acc"] for r in block])):
+            accs = [r["test_acc"] if r["ranked"] else float("nan") for r in block]
+            for row, on in zip(block, mark_front(accs)):
                 row["on_front"] = on
             rows += block
     return pd.DataFrame(rows, columns=COLUMNS)
@@ -228,7 +234,10 @@ def section(table: pd.DataFrame, number: int) -> str:
            "run's last epoch) among the runs compared, rounded up to 3 significant digits: the "
            "low budgets are where methods differ; the last covers every run whole (= table 1). "
            "**Bold** = on the front: no other method reaches a higher accuracy within B (ties "
-           "all bold). Only the largest worker count per dataset. Times: measured training "
+           "all bold). Only the methods with the most seeds compete for the front; one with "
+           "fewer (a variant run at one seed) is shown as 'value (k seed)', never bold: a seed "
+           "draws the split, so one seed's accuracy is not comparable with a mean over three. "
+           "Only the largest worker count per dataset. Times: measured training "
            "time (evaluation excluded) on the shared reference cores, noisy; emulated times "
            "(runs with --emulate-network) are their own axis, never mixed with measured ones.\n"]
     if table.empty:
@@ -244,6 +253,8 @@ def section(table: pd.DataFrame, number: int) -> str:
                 c = _pct(r.test_acc)
                 if c == "–" and not str(r.seeds_in_budget).startswith("0/"):
                     c = f"– ({r.seeds_in_budget} seeds)"
+                elif c != "–" and not r.ranked:
+                    c = f"{c} ({r.seeds} seed{'s' * (r.seeds > 1)})"
                 cells[r.method] = f"**{c}**" if r.on_front else c
             front = [r.method for r in b.itertuples() if r.on_front]
             rows.append([f"<= {show_budget(budget, unit)}", *(cells.get(m, "") for m in methods),
@@ -291,7 +302,8 @@ def plot(loaded: Loaded, dataset: str, out: Path, written: list, workers="max",
     (bytes, measured time, emulated times); a step line per method, exact at every evaluated
     epoch's cumulative value (from the first evaluation of any run to the largest total); the
     table's budgets as markers, filled and ringed in black where the method is on the front,
-    hollow where not; the front (best of all methods at every budget) as a grey band."""
+    hollow where not; the front (best of the ranked methods at every budget) as a grey band; a
+    method with fewer seeds than the most (not ranked: see the module) dashed."""
     from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
 
     from .config import dataset_slug
@@ -311,13 +323,17 @@ def plot(loaded: Loaded, dataset: str, out: Path, written: list, workers="max",
         grid = np.unique(np.append(evaluated[(evaluated > 0) & (evaluated <= hi)], hi))
         grid = grid[grid > 0] if (grid > 0).any() else grid
         envelope = np.full(len(grid), np.nan)
+        most = max(len(recs) for recs in by_label.values())
         for label, recs in by_label.items():
             ys = curve_at(recs, column, grid)
-            envelope = np.fmax(envelope, ys)
+            ranked = len(recs) == most
+            if ranked:
+                envelope = np.fmax(envelope, ys)
+            name = label if ranked else f"{label} ({len(recs)} seed{'s' * (len(recs) > 1)}, not ranked)"
             ax.plot(grid / scale, 100 * ys, drawstyle="steps-post", lw=1.3,
-                    color=_color(loaded, label), label=label)
+                    ls="-" if ranked else "--", color=_color(loaded, label), label=name)
         ax.plot(grid / scale, 100 * envelope, drawstyle="steps-post", lw=6, color="grey",
-                alpha=0.25, zorder=0, label="front (best of all)")
+                alpha=0.25, zorder=0, label="front (best of the ranked)")
         part = table[(table.workers == w) & (table.axis == axis)]
         for r in part.itertuples():
             if r.test_acc == r.test_acc:

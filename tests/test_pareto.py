@@ -117,8 +117,17 @@ def test_mean_over_seeds_only_when_every_seed_has_a_value(runs):
     assert math.isnan(at(t, "bytes", 4000, "s"))  # not seed 0's 0.6 alone
     assert at(t, "bytes", 8000, "s") == pytest.approx((.8 + .75) / 2)  # seed 1: first best val .9
     assert at(t, "bytes", 8000, "s", "seeds") == 2
+    # s has the most seeds (2): only s is ranked; a, b, c and late (one seed each) are shown with
+    # their seed count and never on the front, even where their one seed reads higher
+    assert at(t, "bytes", 8000, "s", "ranked") and not at(t, "bytes", 8000, "b", "ranked")
+    assert at(t, "bytes", 8000, "b") == .9 and not at(t, "bytes", 8000, "b", "on_front")
+    assert at(t, "bytes", 8000, "s", "on_front")
+    assert not t[(t.axis == "bytes") & (t.budget == 4000)].on_front.any()  # s has no value there
     md = pareto.section(t, 5)
-    assert "| <= 0.00381 MiB | **85.00** | 70.00 | 70.00 | – | – (1/2 seeds) | a |" in md
+    assert ("| <= 0.00381 MiB | 85.00 (1 seed) | 70.00 (1 seed) | 70.00 (1 seed) | – "
+            "| – (1/2 seeds) | – |") in md
+    assert "| <= 0.00763 MiB | 85.00 (1 seed) | 90.00 (1 seed) | 70.00 (1 seed) | 90.00 (1 seed) " \
+           "| **77.50** | s |" in md
 
 
 def test_ties_after_averaging_seeds_are_ties():
