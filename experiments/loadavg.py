@@ -22,7 +22,15 @@ import pandas as pd
 
 
 def samples(path: Path) -> pd.DataFrame:
-    return pd.read_csv(path, names=["t", "load1", "load5", "load15"])
+    """The samples file as numbers; ValueError (one line) if a line is not 4 numbers."""
+    load = pd.read_csv(path, names=["t", "load1", "load5", "load15"], dtype=str)
+    numeric = load.apply(pd.to_numeric, errors="coerce")
+    bad = numeric.isna().any(axis=1)
+    if bad.any():
+        line = int(bad.to_numpy().argmax()) + 1
+        raise ValueError(f"{path}:{line}: expected unix_time,load1,load5,load15, got "
+                         f"{','.join(str(v) for v in load.iloc[line - 1] if v == v)!r}")
+    return numeric
 
 
 def per_run(runs: Path, load: pd.DataFrame) -> pd.DataFrame:

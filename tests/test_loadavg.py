@@ -32,3 +32,12 @@ def test_mean_and_max_of_the_samples_inside_each_run(tmp_path, capsys):
 def test_a_missing_samples_file_is_one_line(tmp_path, capsys):
     assert main(["--runs", str(tmp_path), "--samples", str(tmp_path / "nope.csv")]) == 1
     assert capsys.readouterr().err.startswith("error: ")
+
+
+def test_a_malformed_samples_line_is_one_line_naming_it(tmp_path, capsys):
+    path = tmp_path / "load.csv"
+    path.write_text("1796155563,3.0,2.8,1.4\n1796155593,2.79 2.82 1.45\n")  # spaces, not commas
+    assert main(["--runs", str(tmp_path), "--samples", str(path)]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith(f"error: {path}:2: expected unix_time,load1,load5,load15")
+    assert len(err.strip().splitlines()) == 1
