@@ -138,6 +138,16 @@ def groups(loaded: Loaded, workers="max", time_column: str | None = None) -> dic
             for k in keys}
 
 
+def ranked_labels(by_label: dict) -> set:
+    """The labels that compete for the front: those with the most seeds (see the module)."""
+    most = max(len(recs) for recs in by_label.values())
+    return {label for label, recs in by_label.items() if len(recs) == most}
+
+
+def seeds_text(n: int) -> str:
+    return f"{n} seed{'s' * (n > 1)}"
+
+
 def method_at(recs: list, column: str, budget: float) -> dict:
     """A method's row at a budget: the mean over its seeds when every seed has a value."""
     hits = [within_budget(r.metrics, column, budget) for r in recs]
@@ -166,10 +176,10 @@ def pareto_table(loaded: Loaded, workers="max", time_column: str | None = None,
         totals = [float(m[column].dropna().iloc[-1]) for m in runs if m[column].notna().any()]
         firsts = [float(m.loc[m["val_acc"].notna(), column].dropna().iloc[0]) for m in runs
                   if m.loc[m["val_acc"].notna(), column].notna().any()]
-        most = max(len(recs) for recs in by_label.values())
+        ranked = ranked_labels(by_label)
         for b in budgets(firsts, totals, n):
             block = [{"dataset": dataset, "workers": w, "axis": axis, "unit": unit, "budget": b,
-                      "method": label, **method_at(recs, column, b), "ranked": len(recs) == most}
+                      "method": label, **method_at(recs, column, b), "ranked": label in ranked}
                      for label, recs in by_label.items()]
             accs = [r["test_acc"] if r["ranked"] else float("nan") for r in block]
             for row, on in zip(block, mark_front(accs)):
@@ -254,7 +264,7 @@ def section(table: pd.DataFrame, number: int) -> str:
                 if c == "–" and not str(r.seeds_in_budget).startswith("0/"):
                     c = f"– ({r.seeds_in_budget} seeds)"
                 elif c != "–" and not r.ranked:
-                    c = f"{c} ({r.seeds} seed{'s' * (r.seeds > 1)})"
+                    c = f"{c} ({seeds_text(r.seeds)})"
                 cells[r.method] = f"**{c}**" if r.on_front else c
             front = [r.method for r in b.itertuples() if r.on_front]
             rows.append([f"<= {show_budget(budget, unit)}", *(cells.get(m, "") for m in methods),
@@ -323,15 +333,14 @@ def plot(loaded: Loaded, dataset: str, out: Path, written: list, workers="max",
         grid = np.unique(np.append(evaluated[(evaluated > 0) & (evaluated <= hi)], hi))
         grid = grid[grid > 0] if (grid > 0).any() else grid
         envelope = np.full(len(grid), np.nan)
-        most = max(len(recs) for recs in by_label.values())
+        ranked = ranked_labels(by_label)
         for label, recs in by_label.items():
             ys = curve_at(recs, column, grid)
-            ranked = len(recs) == most
-            if ranked:
+            if label in ranked:
                 envelope = np.fmax(envelope, ys)
-            name = label if ranked else f"{label} ({len(recs)} seed{'s' * (len(recs) > 1)}, not ranked)"
+            name = label if label in ranked else f"{label} ({seeds_text(len(recs))}, not ranked)"
             ax.plot(grid / scale, 100 * ys, drawstyle="steps-post", lw=1.3,
-                    ls="-" if ranked else "--", color=_color(loaded, label), label=name)
+                    ls="-" if label in ranked else "--", color=_color(loaded, label), label=name)
         ax.plot(grid / scale, 100 * envelope, drawstyle="steps-post", lw=6, color="grey",
                 alpha=0.25, zorder=0, label="front (best of the ranked)")
         part = table[(table.workers == w) & (table.axis == axis)]
