@@ -54,7 +54,10 @@ def seed_labels(loaded: Loaded, dataset: str, workers: int, labels: list) -> tup
 
 
 def _color(loaded: Loaded, label: str):
-    return plt.get_cmap("tab10")(loaded.labels.index(label) % 10)
+    """tab10 for up to 10 methods; tab20 beyond, so that no two of a suite's methods share one."""
+    cmap = "tab10" if len(loaded.labels) <= 10 else "tab20"
+    n = plt.get_cmap(cmap).N
+    return plt.get_cmap(cmap)(loaded.labels.index(label) % n)
 
 
 def _save(fig, path: Path, written: list) -> None:
