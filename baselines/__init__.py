@@ -1,3 +1,4 @@
 """Baselines beside DIGEST: each a small file composing a halo policy and a parameter-sync policy
 from ``digest/``. Importing this package registers them with ``digest.methods``."""
-from . import adaqp, bnsgcn, partition, pipegcn, sancus, vanishing, varco  # noqa: F401
+from . import (adaqp, bnsgcn, partition, pipegcn, sancus, vanishing,  # noqa: F401
+               vanishing_async, varco)

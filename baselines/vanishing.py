@@ -44,11 +44,20 @@ class ScheduleOptions(Options):
             raise ValueError("--drift-threshold must be >= 0")
 
 
+def interval_for(progress: float, first: int) -> int:
+    """The decreasing schedule's interval at ``progress`` (0 = the first step, 1 = the last):
+    ``first`` falling linearly to 1."""
+    return max(1, math.ceil(first - (first - 1) * progress - 1e-9))
+
+
 def interval_at(step: int, first: int, epochs: int) -> int:
     """I(t) of the decreasing schedule: ``first`` at step 0, 1 at the last step."""
-    if epochs <= 1:
-        return 1
-    return max(1, math.ceil(first - (first - 1) * step / (epochs - 1) - 1e-9))
+    return interval_for(step / (epochs - 1), first) if epochs > 1 else 1
+
+
+def relative_drift(now: torch.Tensor, pushed: torch.Tensor) -> float:
+    """||now - pushed|| / ||pushed|| (Frobenius): how far boundary rows moved since their push."""
+    return float((now - pushed).norm() / pushed.norm().clamp_min(1e-12))
 
 
 class VanishingHalo(StaleHalo):
@@ -62,15 +71,11 @@ class VanishingHalo(StaleHalo):
         self.pushed: torch.Tensor | None = None  # boundary rows at the last sync, layers side by side
         self.drift = None
 
-    def _boundary(self) -> torch.Tensor:
-        return torch.cat([self.latest[l].index_select(0, self.plan.send_flat)
-                          for l in sorted(self.latest)], 1)
-
     def before_step(self, step, forward):
         filling = not self.store
         super().before_step(step, forward)
         if filling:  # the fill's rows are the first push
-            self.last, self.pushed = step - 1, self._boundary()
+            self.last, self.pushed = step - 1, self.boundary_rows()
 
     def due(self, step: int) -> bool:
         gap = step - self.last
@@ -78,15 +83,14 @@ class VanishingHalo(StaleHalo):
             return gap >= self.interval
         if self.schedule == "decreasing":
             return gap >= interval_at(step, self.interval, self.epochs)
-        now = self._boundary()
-        mine = float((now - self.pushed).norm() / self.pushed.norm().clamp_min(1e-12))
+        mine = relative_drift(self.boundary_rows(), self.pushed)
         self.drift = float(comm.all_reduce_(torch.tensor([mine], dtype=torch.float64), "store",
                                             op=comm.dist.ReduceOp.MAX))
         return gap >= self.interval or self.drift >= self.tau
 
     def sync(self, step: int = 0) -> None:
         super().sync(step)
-        self.last, self.pushed = step, self._boundary()
+        self.last, self.pushed = step, self.boundary_rows()
 
     def state(self):
         out = super().state()

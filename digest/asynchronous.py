@@ -220,7 +220,8 @@ def load_flat(model, flat: Tensor) -> None:
 
 
 class AsyncStaleHalo(StaleHalo):
-    """StaleHalo whose store is the server's: push and pull every I of this worker's own steps."""
+    """StaleHalo whose store is the server's: push and pull after this worker's own step t when
+    ``due(t)``: every I of its own steps ((t + 1) % I == 0)."""
 
     def __init__(self, part, plan, model, cfg, client: AsyncClient):
         super().__init__(part, plan, model, cfg)
@@ -252,9 +253,9 @@ class AsyncStaleHalo(StaleHalo):
         self.age_max = max(ages) if ages else 0
         # not after a dropped step (it does not count: the same step number runs again), nor
         # once the budget is spent (nobody would read the rows); a step applied at a hold for a
-        # checkpoint syncs as it would without the checkpoint
-        if (step + 1) % self.interval == 0 and self.latest and self.client.applied \
-                and not self.client.done:
+        # checkpoint syncs as it would without the checkpoint; ``due`` last: a schedule may
+        # measure something there (baselines/vanishing_async.py)
+        if self.latest and self.client.applied and not self.client.done and self.due(step):
             self.push(tag=step)
             self.pull()
             self.syncs += 1
@@ -280,9 +281,7 @@ class AsyncStaleHalo(StaleHalo):
         return sorted(self.store)
 
     def push(self, tag: int) -> None:
-        send = torch.cat([self.latest[l].index_select(0, self.plan.send_flat)
-                          for l in self._layers()], 1)
-        self.client.push_rows(tag, send.cpu(), self.plan.send_counts)
+        self.client.push_rows(tag, self.boundary_rows().cpu(), self.plan.send_counts)
 
     def pull(self) -> None:
         got = self.client.pull_rows(self.seqs)

@@ -116,6 +116,12 @@ class StaleHalo(HaloPolicy):
             self.store[l] = fresh
         self.syncs += 1
 
+    def boundary_rows(self) -> Tensor:
+        """This worker's boundary rows from the last forward, every hidden layer side by side,
+        in send order. Shape: [sum(send_counts), sum of the hidden widths]."""
+        return torch.cat([self.latest[l].index_select(0, self.plan.send_flat)
+                          for l in sorted(self.latest)], 1)
+
     @staticmethod
     def stale_error(stale: Tensor | None, fresh: Tensor) -> float | None:
         """Staleness as error (issue 16 item 11): ||stale - fresh|| / ||fresh|| (Frobenius, this

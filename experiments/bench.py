@@ -249,6 +249,8 @@ def main(argv=None) -> int:
     p.add_argument("--digest-reps", type=int, default=None)
     p.add_argument("--scale-spec", default=SCALE_SPEC)
     p.add_argument("--scale-workers", default="1,2,4", help="worker counts of the scale run")
+    p.add_argument("--scale-generate-only", action="store_true",
+                   help="only generate --scale-spec (time, peak memory): no partitions, no runs")
     p.add_argument("--scale-epochs", type=int, default=3)
     p.add_argument("--scale-layers", type=int, default=2)
     p.add_argument("--scale-hidden", type=int, default=64)

@@ -104,13 +104,33 @@ def render(doc: dict) -> str:
     if doc.get("scale"):
         L += _render_scale(doc["scale"], "## Scale run: synthetic graph of ogbn-products size")
     for s in doc.get("scale_variants", {}).values():
-        L += _render_scale(s, "## Scale run, the same size with community structure")
+        if s.get("generate_only"):
+            L += _render_generation(s, doc.get("scale"))
+        else:
+            L += _render_scale(s, "## Scale run, the same size with community structure")
     return "\n".join(L)
 
 
 def _traceable(commit: str | None) -> bool:
     """A git commit that holds the code that ran: recorded, and no uncommitted changes."""
     return bool(commit) and not str(commit).endswith("-dirty")
+
+
+def _render_generation(s: dict, scale: dict | None) -> list[str]:
+    """A spec only generated (``--scale-generate-only``), beside the scale run's memory."""
+    L = [f"## Generation only: `{s['spec']}`", "",
+         f"{s['nodes']:,} nodes, {s['edges']:,} directed edges, {s['features']} features, "
+         f"{s['classes']} classes; generated on {s['date']} with `{s['command']}`"
+         + (f" at git commit {s['git_commit'][:7]}" if s.get("git_commit") else "") + ".", "",
+         f"- generation: {s['generate_s']:.0f} s, peak resident memory of the generating process "
+         f"{s['generate_peak_rss_gib']:.1f} GiB"]
+    runs = [r for r in (scale or {}).get("runs", {}).values() if "peak_mem_mb_per_worker" in r]
+    if runs:  # what the scale run above already needed, measured
+        top = max(runs, key=lambda r: sum(r["peak_mem_mb_per_worker"]))
+        L.append(f"- the scale run above: generation peak {scale['generate_peak_rss_gib']:.1f} "
+                 f"GiB; its largest run, {top['method']} with {top['workers']} workers, peaked "
+                 f"at {sum(top['peak_mem_mb_per_worker']) / 1024:.1f} GiB for its workers together")
+    return L + [""]
 
 
 def _render_scale(s: dict, title: str) -> list[str]:

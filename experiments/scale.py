@@ -63,6 +63,12 @@ def _in_child(fn, *args):
 
 def scale_run(args, work: Path) -> dict:
     spec = args.scale_spec
+    if getattr(args, "scale_generate_only", False):  # e.g. a preset's memory at full size
+        print(f"scale: generating {spec} (only)", flush=True)
+        prep = _in_child(scale_prepare, spec, [], args.data_root)
+        print(f"  generated in {prep['generate_s']:.0f} s, peak resident memory "
+              f"{prep['generate_peak_rss_gib']:.1f} GiB", flush=True)
+        return {"spec": spec, "generate_only": True, **prep, "runs": {}}
     parts_list = sorted({8, *args.scale_workers})
     print(f"scale: generating {spec} and partitioning into {parts_list} (METIS)", flush=True)
     prep = _in_child(scale_prepare, spec, parts_list, args.data_root)

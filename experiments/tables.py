@@ -190,7 +190,7 @@ def straggler(loaded: Loaded) -> pd.DataFrame:
         total = s.get("total_train_time") or float(m["epoch_time"].sum())
         factors = s.get("slow_factor_by_worker") or []
         slowed = any(f > 1 for f in factors) or bool(cfg.get("slow_workers"))
-        synchronous = r.method != "digest-async"
+        synchronous = "server_epochs_per_s" not in s  # DIGEST-A and its variants: no
         rows.append({
             "dataset": r.dataset, "method": r.label, "algorithm": r.method, "workers": r.workers,
             "seed": r.seed, "slow_workers": cfg.get("slow_workers") or "none",

@@ -166,3 +166,18 @@ def test_history_rows_whose_code_no_commit_holds_are_not_reported():
     assert any(r.startswith("| clean | d999023 |") for r in rows)
     assert "earlier run(s) are not shown: their code is in no commit" in text
     assert not any(" | - | " in line for line in text.splitlines())
+
+
+def test_a_generation_only_record_renders_beside_the_scale_runs_memory():
+    s = _committed_scale()
+    gen = {"spec": "synthetic:preset=x", "generate_only": True, "nodes": 10, "edges": 40,
+           "features": 3, "classes": 2, "generate_s": 12.4, "generate_peak_rss_gib": 7.25,
+           "date": "d", "command": "c", "git_commit": "abcdef123", "runs": {}}
+    text = "\n".join(perf_report._render_generation(gen, s))
+    assert "Generation only: `synthetic:preset=x`" in text and "12 s" in text and "7.2 GiB" in text
+    worst = max(sum(r["peak_mem_mb_per_worker"]) for r in s["runs"].values()
+                if "peak_mem_mb_per_worker" in r)
+    assert f"{worst / 1024:.1f} GiB for its workers together" in text
+    doc = {"scale": s, "scale_variants": {"synthetic:preset=x": gen}}
+    assert "## Generation only" in perf_report.render(doc)
+    assert "the scale run above" not in "\n".join(perf_report._render_generation(gen, None))
