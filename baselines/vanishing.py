@@ -60,42 +60,37 @@ def relative_drift(now: torch.Tensor, pushed: torch.Tensor) -> float:
     return float((now - pushed).norm() / pushed.norm().clamp_min(1e-12))
 
 
-class VanishingHalo(StaleHalo):
-    """StaleHalo whose sync steps follow ``--sync-schedule`` (module docstring)."""
+class Scheduled:
+    """The schedule's side of a vanishing halo (synchronous here, DIGEST-A's in
+    vanishing_async.py): the step of the last sync and the boundary rows it pushed (both
+    checkpointed), the decision, and the state it reports. ``interval_now()``: the decreasing
+    schedule's interval at this step; ``agree(drift)``: the drift the decision uses."""
 
-    def __init__(self, part, plan, model, cfg):
-        super().__init__(part, plan, model, cfg)
+    def init_schedule(self, cfg) -> None:
         self.schedule, self.tau = cfg.options.sync_schedule, cfg.options.drift_threshold
-        self.epochs = cfg.optim.epochs
-        self.last = -1  # step of the last sync (the fill: -1)
+        self.last = -1  # step of the last sync (the fill: the step before the first)
         self.pushed: torch.Tensor | None = None  # boundary rows at the last sync, layers side by side
         self.drift = None
 
-    def before_step(self, step, forward):
-        filling = not self.store
-        super().before_step(step, forward)
-        if filling:  # the fill's rows are the first push
-            self.last, self.pushed = step - 1, self.boundary_rows()
+    def pushed_at(self, step: int) -> None:
+        self.last, self.pushed = step, self.boundary_rows()
 
-    def due(self, step: int) -> bool:
+    def scheduled(self, step: int, interval_now, agree=lambda drift: drift) -> bool:
         gap = step - self.last
         if self.schedule == "fixed":
             return gap >= self.interval
         if self.schedule == "decreasing":
-            return gap >= interval_at(step, self.interval, self.epochs)
-        mine = relative_drift(self.boundary_rows(), self.pushed)
-        self.drift = float(comm.all_reduce_(torch.tensor([mine], dtype=torch.float64), "store",
-                                            op=comm.dist.ReduceOp.MAX))
+            return gap >= interval_now()
+        self.drift = agree(relative_drift(self.boundary_rows(), self.pushed))
         return gap >= self.interval or self.drift >= self.tau
 
-    def sync(self, step: int = 0) -> None:
-        super().sync(step)
-        self.last, self.pushed = step, self.boundary_rows()
+    def reported_interval(self) -> int | None:
+        raise NotImplementedError
 
     def state(self):
         out = super().state()
         if self.schedule == "decreasing":
-            out["sync_interval_now"] = interval_at(self.synced_at or 0, self.interval, self.epochs)
+            out["sync_interval_now"] = self.reported_interval()
         if self.schedule == "drift":
             out["drift"] = self.drift
         return out
@@ -106,6 +101,34 @@ class VanishingHalo(StaleHalo):
     def load_state_dict(self, state):
         super().load_state_dict(state)
         self.last, self.pushed = state["last"], state["pushed"]
+
+
+class VanishingHalo(Scheduled, StaleHalo):
+    """StaleHalo whose sync steps follow ``--sync-schedule`` (module docstring)."""
+
+    def __init__(self, part, plan, model, cfg):
+        super().__init__(part, plan, model, cfg)
+        self.init_schedule(cfg)
+        self.epochs = cfg.optim.epochs
+
+    def before_step(self, step, forward):
+        filling = not self.store
+        super().before_step(step, forward)
+        if filling:  # the fill's rows are the first push
+            self.pushed_at(step - 1)
+
+    def due(self, step: int) -> bool:
+        def agree(mine):  # the sync is collective: the largest drift of any worker decides
+            return float(comm.all_reduce_(torch.tensor([mine], dtype=torch.float64), "store",
+                                          op=comm.dist.ReduceOp.MAX))
+        return self.scheduled(step, lambda: interval_at(step, self.interval, self.epochs), agree)
+
+    def sync(self, step: int = 0) -> None:
+        super().sync(step)
+        self.pushed_at(step)
+
+    def reported_interval(self):  # the interval at the last sync
+        return interval_at(self.synced_at or 0, self.interval, self.epochs)
 
 
 @register("digest-vanishing", "DIGEST whose staleness vanishes: store syncs on a decreasing "

@@ -22,24 +22,22 @@ from digest.asynchronous import AsyncClient, AsyncParamPolicy, AsyncStaleHalo, A
 from digest.methods import register
 from digest.store import StoreOptions
 
-from .vanishing import ScheduleOptions, interval_for, relative_drift
+from .vanishing import ScheduleOptions, Scheduled, interval_for
 
 
-class AsyncVanishingHalo(AsyncStaleHalo):
+class AsyncVanishingHalo(Scheduled, AsyncStaleHalo):
     """AsyncStaleHalo whose sync steps follow ``--sync-schedule`` (module docstring)."""
 
     def __init__(self, part, plan, model, cfg, client: AsyncClient):
         super().__init__(part, plan, model, cfg, client)
-        self.schedule, self.tau = cfg.options.sync_schedule, cfg.options.drift_threshold
-        self.last = -1  # this worker's step of its last push (the seed: the step before the first)
-        self.pushed = None  # its boundary rows as last pushed
-        self.drift = self.interval_now = None
+        self.init_schedule(cfg)
+        self.interval_now = None
 
     def before_step(self, step, forward):
         seeding = not self.started
         super().before_step(step, forward)
-        if seeding and self.latest:
-            self.last, self.pushed = step - 1, self.boundary_rows()
+        if seeding and self.latest:  # the seed push: the fill's rows
+            self.pushed_at(step - 1)
 
     def progress(self) -> float:
         """Share of the training budget spent, by the server's version after this step's
@@ -47,35 +45,19 @@ class AsyncVanishingHalo(AsyncStaleHalo):
         return (self.client.version - 1) / max(1, self.client.budget - 1)
 
     def due(self, step: int) -> bool:
-        gap = step - self.last
-        if self.schedule == "fixed":
-            return gap >= self.interval
-        if self.schedule == "decreasing":
+        def interval_now():
             self.interval_now = interval_for(self.progress(), self.interval)
-            return gap >= self.interval_now
-        self.drift = relative_drift(self.boundary_rows(), self.pushed)
-        return gap >= self.interval or self.drift >= self.tau
+            return self.interval_now
+        return self.scheduled(step, interval_now)  # drift: this worker's own, no collective
 
     def after_step(self, step):
         before = self.syncs
         super().after_step(step)
         if self.syncs > before:
-            self.last, self.pushed = step, self.boundary_rows()
+            self.pushed_at(step)
 
-    def state(self):
-        out = super().state()
-        if self.schedule == "decreasing":
-            out["sync_interval_now"] = self.interval_now
-        if self.schedule == "drift":
-            out["drift"] = self.drift
-        return out
-
-    def state_dict(self):
-        return {**super().state_dict(), "last": self.last, "pushed": self.pushed}
-
-    def load_state_dict(self, state):
-        super().load_state_dict(state)
-        self.last, self.pushed = state["last"], state["pushed"]
+    def reported_interval(self):  # the interval at this worker's latest step
+        return self.interval_now
 
 
 @register("digest-async-vanishing", "DIGEST-A whose staleness vanishes: each worker pushes on a "
