@@ -52,7 +52,6 @@ WORKERS, EPOCHS, EVERY = 2, 60, 12
 # dropout 0.5 the runs were still on the steep part of the curve (0.57 against 0.80 test).
 ACC_TOL = 0.1
 METRICS = ("epoch", "train_loss", "train_acc", "val_acc", "test_acc")
-ASYNC = "digest-async"  # one asynchronous method, for the tests
 
 
 def asynchronous(method: str) -> bool:

@@ -55,9 +55,8 @@ def seed_labels(loaded: Loaded, dataset: str, workers: int, labels: list) -> tup
 
 def _color(loaded: Loaded, label: str):
     """tab10 for up to 10 methods; tab20 beyond, so that no two of a suite's methods share one."""
-    cmap = "tab10" if len(loaded.labels) <= 10 else "tab20"
-    n = plt.get_cmap(cmap).N
-    return plt.get_cmap(cmap)(loaded.labels.index(label) % n)
+    cmap = plt.get_cmap("tab10" if len(loaded.labels) <= 10 else "tab20")
+    return cmap(loaded.labels.index(label) % cmap.N)
 
 
 def _save(fig, path: Path, written: list) -> None:

@@ -63,7 +63,7 @@ def _in_child(fn, *args):
 
 def scale_run(args, work: Path) -> dict:
     spec = args.scale_spec
-    if getattr(args, "scale_generate_only", False):  # e.g. a preset's memory at full size
+    if args.scale_generate_only:  # e.g. a preset's memory at full size
         print(f"scale: generating {spec} (only)", flush=True)
         prep = _in_child(scale_prepare, spec, [], args.data_root)
         print(f"  generated in {prep['generate_s']:.0f} s, peak resident memory "

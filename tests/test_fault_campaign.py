@@ -80,10 +80,10 @@ def test_compare_asynchronous_budget_and_tolerance(tmp_path):
         return {"epochs": fc.EPOCHS, "server_versions": versions, "best_val": 0.8,
                 "final": {"test_acc": test, "val_acc": 0.8}}
     ref = _run(tmp_path / "ref", [], summary(0.80))
-    assert fc.compare(fc.ASYNC, _run(tmp_path / "near", [], summary(0.85)), ref) == ""
-    assert fc.compare(fc.ASYNC, _run(tmp_path / "far", [], summary(0.65)), ref) == \
+    assert fc.compare("digest-async", _run(tmp_path / "near", [], summary(0.85)), ref) == ""
+    assert fc.compare("digest-async", _run(tmp_path / "far", [], summary(0.65)), ref) == \
         f"test accuracy off by more than {fc.ACC_TOL}"
-    assert fc.compare(fc.ASYNC, _run(tmp_path / "short", [], summary(0.8, 79)), ref) == \
+    assert fc.compare("digest-async", _run(tmp_path / "short", [], summary(0.8, 79)), ref) == \
         f"budget: {fc.EPOCHS} epochs, 79 gradients"
 
 
