@@ -78,8 +78,8 @@ def exact_for(label: str) -> str:
 
 def labels(suite: "Suite") -> list[str]:
     """Every run label of the suite, in order (methods, then networks within each)."""
-    return [f"{m.label}{NET_SEP}{n}" if n else m.label for m in suite.methods
-            for n in m.nets(suite)]
+    return list(dict.fromkeys(f"{m.label}{NET_SEP}{n}" if n else m.label for m in suite.methods
+                              for n in m.nets(suite)))
 
 
 @dataclass(frozen=True)
@@ -166,9 +166,12 @@ def suite_from_dict(d: dict) -> Suite:
             if extra:
                 raise ValueError(f"suite {d['name']} method {m.label}: {key} {', '.join(extra)} "
                                  f"not among the suite's ({', '.join(whole) or 'none'})")
-    labels = [m.label for m in methods]
-    if len(set(labels)) != len(labels):
-        raise ValueError(f"suite {d['name']}: duplicate method labels in {labels}")
+    first = {}
+    for m in methods:  # a label may come back only as the same method at other points
+        seen = first.setdefault(m.label, m)
+        if (seen.method, seen.flags) != (m.method, m.flags):
+            raise ValueError(f"suite {d['name']}: label {m.label} names two different methods "
+                             f"({seen.method} {seen.flags}, {m.method} {m.flags})")
     if any(NET_SEP in m.label for m in methods):
         raise ValueError(f"suite {d['name']}: '{NET_SEP}' in a method label is reserved for the "
                          "network of an emulated sweep")
@@ -178,6 +181,10 @@ def suite_from_dict(d: dict) -> Suite:
     _check_flags(suite.model, f"suite {suite.name} model")
     for m in methods:
         _check_flags(m.flags, f"suite {suite.name} method {m.label}")
+    names = [str(r.directory(".")) for r in expand(suite)]
+    twice = sorted({n for n in names if names.count(n) > 1})
+    if twice:
+        raise ValueError(f"suite {suite.name}: run(s) listed twice: {', '.join(twice)}")
     return suite
 
 

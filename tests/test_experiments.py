@@ -293,7 +293,7 @@ def test_a_suite_with_networks_runs_every_method_at_each():
     assert [r.name for r in runs] == ["exact@1gbit_w2_s0", "exact@100mbit_w2_s0",
                                       "varco-fixed-8@1gbit_w2_s0", "varco-fixed-8@100mbit_w2_s0"]
     assert runs[1].flags["emulate_network"] == "100mbit" and "--emulate-network" in runs[1].argv("d")
-    assert len(expand(load_suite("cluster"))) == 40 + 12  # the second wave: 6 methods at 2 points
+    assert len(expand(load_suite("cluster"))) == 40 + 12 + 20  # second wave; 8 workers
     with pytest.raises(ValueError, match="unknown key.s. network"):
         suite_from_dict({**SUITE, "network": ["1gbit"]})
 
@@ -313,6 +313,23 @@ def test_a_method_can_join_a_sweep_at_some_of_its_datasets_and_networks():
             suite_from_dict({**SUITE, "networks": ["1gbit"], "methods": [
                 {"label": "pipegcn", "method": "pipegcn", key: bad}]})
 
+
+
+def test_a_method_can_come_back_at_more_workers_on_one_dataset():
+    suite = suite_from_dict({**SUITE, "seeds": [0], "datasets": ["synthetic", "CS"],
+                             "networks": ["1gbit", "100mbit"], "methods": [
+                                 {"label": "exact", "method": "exact"},
+                                 {"label": "exact", "method": "exact", "workers": [8],
+                                  "datasets": ["CS"], "networks": ["100mbit"]}]})
+    assert [(r.dataset, r.name) for r in expand(suite)][-3:] == [
+        ("CS", "exact@1gbit_w2_s0"), ("CS", "exact@100mbit_w2_s0"), ("CS", "exact@100mbit_w8_s0")]
+    assert labels(suite) == ["exact@1gbit", "exact@100mbit"]
+    with pytest.raises(ValueError, match="label exact names two different methods"):
+        suite_from_dict({**SUITE, "methods": [{"label": "exact", "method": "exact"},
+                                              {"label": "exact", "method": "partition"}]})
+    with pytest.raises(ValueError, match=r"run\(s\) listed twice: synthetic/exact_w2_s0"):
+        suite_from_dict({**SUITE, "methods": [{"label": "exact", "method": "exact"},
+                                              {"label": "exact", "method": "exact", "seeds_by_workers": {2: [0]}}]})
 
 SUITE = {"name": "t", "datasets": ["synthetic"], "workers": [2], "seeds": [0, 1], "epochs": 3,
          "model": {"hidden": 8}, "methods": [{"label": "exact", "method": "exact"},
