@@ -10,6 +10,7 @@ import dataclasses
 import hashlib
 import json
 import re
+from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -181,8 +182,8 @@ def suite_from_dict(d: dict) -> Suite:
     _check_flags(suite.model, f"suite {suite.name} model")
     for m in methods:
         _check_flags(m.flags, f"suite {suite.name} method {m.label}")
-    names = [str(r.directory(".")) for r in expand(suite)]
-    twice = sorted({n for n in names if names.count(n) > 1})
+    counts = Counter(str(r.directory(".")) for r in expand(suite))
+    twice = sorted(n for n, k in counts.items() if k > 1)
     if twice:
         raise ValueError(f"suite {suite.name}: run(s) listed twice: {', '.join(twice)}")
     return suite
