@@ -34,14 +34,15 @@ def samples(path: Path) -> pd.DataFrame:
 
 
 def per_run(runs: Path, load: pd.DataFrame) -> pd.DataFrame:
-    """One row per run folder with a run.json: dataset, label, workers, seed, seconds, load1 mean / max."""
+    """One row per run folder with a run.json: dataset, label, workers, seed, seconds, load1 mean
+    and max."""
     rows = []
     for path in sorted(runs.glob("*/*/run.json")):
         r = json.loads(path.read_text())
         start = datetime.fromisoformat(r["started"]).timestamp()
         inside = load[(load.t >= start) & (load.t <= start + r["seconds"])]
-        rows.append({"dataset": r["dataset"], "label": r["label"], "workers": r["workers"], "seed": r["seed"],
-                     "started": r["started"], "seconds": round(r["seconds"], 1),
+        rows.append({"dataset": r["dataset"], "label": r["label"], "workers": r["workers"],
+                     "seed": r["seed"], "started": r["started"], "seconds": round(r["seconds"], 1),
                      "samples": len(inside),
                      "load1_mean": round(inside.load1.mean(), 2) if len(inside) else None,
                      "load1_max": inside.load1.max() if len(inside) else None})

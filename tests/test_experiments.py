@@ -329,7 +329,8 @@ def test_a_method_can_come_back_at_more_workers_on_one_dataset():
                                               {"label": "exact", "method": "partition"}]})
     with pytest.raises(ValueError, match=r"run\(s\) listed twice: synthetic/exact_w2_s0"):
         suite_from_dict({**SUITE, "methods": [{"label": "exact", "method": "exact"},
-                                              {"label": "exact", "method": "exact", "seeds_by_workers": {2: [0]}}]})
+                                              {"label": "exact", "method": "exact",
+                                               "seeds_by_workers": {2: [0]}}]})
 
 SUITE = {"name": "t", "datasets": ["synthetic"], "workers": [2], "seeds": [0, 1], "epochs": 3,
          "model": {"hidden": 8}, "methods": [{"label": "exact", "method": "exact"},

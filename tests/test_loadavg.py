@@ -14,8 +14,9 @@ def test_mean_and_max_of_the_samples_inside_each_run(tmp_path, capsys):
         d = tmp_path / "runs" / "CS" / f"{label}_w4_s0"
         d.mkdir(parents=True)
         started = datetime.fromtimestamp(t0 + offset).isoformat(timespec="seconds")
-        (d / "run.json").write_text(json.dumps({"dataset": "CS", "label": label, "workers": 4, "seed": 0,
-                                                "started": started, "seconds": seconds}))
+        (d / "run.json").write_text(json.dumps({"dataset": "CS", "label": label, "workers": 4,
+                                                "seed": 0, "started": started,
+                                                "seconds": seconds}))
     # samples every 20 s: 4.0, 6.0, 8.0, 10.0 at t0 .. t0+60, then 5.0, 7.0 at t0+100, t0+120
     lines = [(t0 + 20 * i, 4.0 + 2 * i) for i in range(4)] + [(t0 + 100, 5.0), (t0 + 120, 7.0)]
     path = tmp_path / "load.csv"
