@@ -314,7 +314,6 @@ def test_a_method_can_join_a_sweep_at_some_of_its_datasets_and_networks():
                 {"label": "pipegcn", "method": "pipegcn", key: bad}]})
 
 
-
 def test_a_method_can_come_back_at_more_workers_on_one_dataset():
     suite = suite_from_dict({**SUITE, "seeds": [0], "datasets": ["synthetic", "CS"],
                              "networks": ["1gbit", "100mbit"], "methods": [
@@ -331,6 +330,7 @@ def test_a_method_can_come_back_at_more_workers_on_one_dataset():
         suite_from_dict({**SUITE, "methods": [{"label": "exact", "method": "exact"},
                                               {"label": "exact", "method": "exact",
                                                "seeds_by_workers": {2: [0]}}]})
+
 
 SUITE = {"name": "t", "datasets": ["synthetic"], "workers": [2], "seeds": [0, 1], "epochs": 3,
          "model": {"hidden": 8}, "methods": [{"label": "exact", "method": "exact"},
