@@ -71,10 +71,23 @@ def network_of(label: str) -> str | None:
     return label.split(NET_SEP, 1)[1] if NET_SEP in label else None
 
 
+# models a label may name as its first word ("sage-digest-I10"): such a run is compared with that
+# model's exact run ("sage-exact"), not with the suite's default model's ("exact")
+MODEL_PREFIXES = ("sage", "gat", "gcn")
+
+
 def exact_for(label: str) -> str:
-    """The label of the exact run a method's run is compared with: same network."""
-    net = network_of(label)
-    return "exact" if net is None else f"exact{NET_SEP}{net}"
+    """The label of the exact run a method's run is compared with: same network, same model
+    ("sage-partition" -> "sage-exact", "digest-I10@1gbit" -> "exact@1gbit")."""
+    base, net = base_label(label), network_of(label)
+    model = base.split("-", 1)[0]
+    ref = f"{model}-exact" if "-" in base and model in MODEL_PREFIXES else "exact"
+    return ref if net is None else f"{ref}{NET_SEP}{net}"
+
+
+def is_exact(label: str) -> bool:
+    """Whether a run label is a reference (exact) run of the tables."""
+    return label == exact_for(label)
 
 
 def labels(suite: "Suite") -> list[str]:

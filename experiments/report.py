@@ -73,9 +73,11 @@ def header(loaded: Loaded, net: Network | None, target, command: str) -> str:
         lines.append(f"- {label}: `{r.summary.get('command')}`")
     lines += ["", "Definitions (METHODS.md section 7): times are measured training time (evaluation "
               "excluded), the slowest worker per epoch; speedup over exact = exact's time / the "
-              f"method's, same dataset and worker count M. Time to accuracy: first epoch whose "
+              f"method's, same dataset and worker count M, and same model: a label that starts "
+              "with a model's name (sage-*, gat-*) is compared with that model's exact run "
+              "(sage-exact, gat-exact). Time to accuracy: first epoch whose "
               f"validation accuracy >= {_targets(target)} x exact's best validation accuracy (mean "
-              "over seeds, same dataset and M); a method that does not reach it in every seed "
+              "over seeds, same dataset, M and model); a method that does not reach it in every seed "
               "reads 'not reached'. It is only as fine as the evaluation: 'eval every' = the "
               "largest spacing in epochs between two evaluations of the runs (a target reached "
               "in between is reported at the next evaluation)."]

@@ -20,7 +20,7 @@ from pathlib import Path
 import pandas as pd
 
 from . import cluster, method_state, pareto, report
-from .config import base_label, exact_for
+from .config import exact_for, is_exact
 from .costmodel import Network, modeled_epoch_times, parse_network
 from .load import Loaded, load
 
@@ -61,9 +61,10 @@ def accuracy(frame: pd.DataFrame) -> pd.DataFrame:
 
 def speedup(table: pd.DataFrame, column: str) -> list:
     """exact's ``column`` at the same dataset and M (and emulated network, for a label
-    "<method>@<bandwidth>") / the method's (one value per table row)."""
+    "<method>@<bandwidth>"; and model, for a label "sage-<method>": ``exact_for``) / the
+    method's (one value per table row)."""
     exact = {(d, m, w): t for d, m, w, t in zip(table.dataset, table.method, table.workers,
-                                                table[column]) if base_label(m) == "exact"}
+                                                table[column]) if is_exact(m)}
     return [exact[k] / t if (k := (d, exact_for(m), w)) in exact and t > 0 else float("nan")
             for d, m, w, t in zip(table.dataset, table.method, table.workers, table[column])]
 
@@ -110,7 +111,7 @@ def time_to_accuracy(loaded: Loaded, fraction: float = 0.98, net: Network | None
     over seeds of exact at that M); its speedup over exact; "not reached" unless every seed got there."""
     exact_best: dict = {}  # by (dataset, exact's label, M): the same emulated network, if any
     for r in loaded.records:
-        if base_label(r.label) == "exact":
+        if is_exact(r.label):
             exact_best.setdefault((r.dataset, r.label, r.workers), []).append(r.summary["best_val"])
     groups: dict = {}
     for r in loaded.records:
@@ -136,7 +137,7 @@ def time_to_accuracy(loaded: Loaded, fraction: float = 0.98, net: Network | None
                                       *(col for _, col in kinds)])
     for _, col in kinds:  # speedup = exact's time / the method's, same dataset, M and network
         base = {(d, m, w): t for d, m, w, t in zip(out.dataset, out.method, out.workers, out[col])
-                if base_label(m) == "exact"}
+                if is_exact(m)}
         out[col.replace("time_s", "speedup_vs_exact")] = [
             _ratio(base.get((d, exact_for(m), w), NOT_REACHED), t)
             for d, m, w, t in zip(out.dataset, out.method, out.workers, out[col])]

@@ -82,6 +82,24 @@ def test_time_to_accuracy_speedup_and_not_reached(runs):
         assert part[col] == "not reached"
 
 
+def test_a_models_rows_are_compared_with_that_models_exact_run(runs):
+    """sage-* rows against sage-exact (time and accuracy target), gat-digest with no gat-exact
+    against nothing, never against the suite's default model's exact run."""
+    write_run(runs, "sage-exact", 2, 0, [0.8, 0.8, 0.8], [0.4, 0.6, 0.8], method="exact")
+    write_run(runs, "sage-partition", 2, 0, [0.2, 0.2, 0.2], [0.4, 0.79, 0.9], method="partition")
+    write_run(runs, "gat-digest", 2, 0, [0.2, 0.2, 0.2], [0.4, 0.6, 0.9], method="digest")
+    et = tables.epoch_time(tables.run_frame(load(runs))).set_index(["method", "workers"])
+    assert et.loc[("sage-partition", 2), "speedup_vs_exact"] == pytest.approx(4.0)
+    assert et.loc[("sage-exact", 2), "speedup_vs_exact"] == 1.0
+    assert math.isnan(et.loc[("gat-digest", 2), "speedup_vs_exact"])
+    assert et.loc[("digest", 2), "speedup_vs_exact"] == pytest.approx(2.0)  # unchanged
+    tta = tables.time_to_accuracy(load(runs), 0.98)
+    sage = tta[tta.method == "sage-partition"].iloc[0]  # 0.98 x 0.8 = 0.784: reached at epoch 1
+    assert sage.target_val == pytest.approx(0.784) and sage.time_s == pytest.approx(0.4)
+    assert sage.speedup_vs_exact == pytest.approx(2.4 / 0.4)
+    assert "gat-digest" not in set(tta.method)
+
+
 def test_stricter_targets_and_the_evaluation_spacing(runs, tmp_path):
     """Issue 16 item 5: 0.99 and 0.995 of exact's best val beside 0.98, and how often the runs
     were evaluated (the granularity of every time to accuracy)."""

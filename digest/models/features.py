@@ -1,6 +1,6 @@
 """``SparseFeatures``: low-density input features kept sparse (CSR with its transpose structure),
 their dropout over the stored values only, and the first layer's ``X @ W^T`` for several row
-blocks with one weight (``sparse_linear``).
+blocks with one weight (``sparse_linear``; ``linear_blocks`` for any kind of rows).
 
 Shapes: ``SparseFeatures.csr [n, F]``; ``sparse_linear(W [F', F], X_1 [n_1, F], ...)`` gives
 ``([n_1, F'], ...)``."""
@@ -10,7 +10,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor
 
-from .dropout import keep_mask
+from .dropout import DroppedRows, keep_mask
 from .sparse import csr32, csr_tensor, sparse_mm
 
 
@@ -44,6 +44,19 @@ def sparse_linear(weight: Tensor, *feats: "SparseFeatures") -> tuple[Tensor, ...
     """``f @ weight^T`` for every ``SparseFeatures`` block f: ``[n_i, F] x [F', F] -> [n_i, F']``,
     one autograd node for all blocks (see ``_SparseLinear``)."""
     return _SparseLinear.apply(weight, *feats)
+
+
+def linear_blocks(weight: Tensor, h, halo=None) -> tuple:
+    """``(h W^T, halo W^T)``, no bias, for one layer's inner rows and halo rows (None stays None):
+    sparse blocks share one node (``sparse_linear``), lazily dropped rows (``DroppedRows``) apply
+    their mask inside the product, dense rows take a plain linear map."""
+    blocks = [h] if halo is None else [h, halo]
+    if all(isinstance(b, SparseFeatures) for b in blocks):
+        outs = sparse_linear(weight, *blocks)
+    else:
+        outs = [b.linear(weight) if isinstance(b, (SparseFeatures, DroppedRows))
+                else F.linear(b, weight) for b in blocks]
+    return outs[0], (outs[1] if halo is not None else None)
 
 
 def _offsets(index: Tensor, size: int, dtype) -> Tensor:

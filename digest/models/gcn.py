@@ -8,8 +8,8 @@ from torch_geometric.nn import GCNConv
 from ..local_graph import LocalPart
 from .base import GNN, GraphView, local_edges
 from .dropout import DroppedRows
-from .features import SparseFeatures, sparse_linear
-from .sparse import csr, csr32, spmm
+from .features import SparseFeatures, linear_blocks
+from .sparse import blocks, spmm
 
 
 class GCN(GNN):
@@ -34,7 +34,7 @@ class GCN(GNN):
             # nnz x width either way when the widths are equal)
             return F.linear(spmm(view, h, halo), c.lin.weight, c.bias)  # bias in the same kernel
         # transform first: sparse or lazily dropped inputs, or the sparse product on the narrow side
-        out = spmm(view, *_linear(c, h, halo))
+        out = spmm(view, *linear_blocks(c.lin.weight, h, halo))
         return out + c.bias if c.bias is not None else out
 
     @staticmethod
@@ -48,25 +48,4 @@ class GCN(GNN):
         loops = torch.arange(part.n_inner)
         src, dst = torch.cat([src, loops]), torch.cat([dst, loops])
         w = torch.cat([w, 1.0 / deg[loops]]).float()
-        n = part.n_inner
-        inner = src < n  # the inner block [n, n] and the halo block [n, n_cols - n]
-        view = GraphView(n, n_cols, adj=csr32(csr(src[inner], dst[inner], w[inner], n, n)),
-                         adj_t=csr32(csr(dst[inner], src[inner], w[inner], n, n)))
-        if n_cols > n:
-            hs, hd, hw = src[~inner] - n, dst[~inner], w[~inner]
-            view.adj_halo = csr32(csr(hs, hd, hw, n, n_cols - n))
-            view.adj_halo_t = csr32(csr(hd, hs, hw, n_cols - n, n))
-        return view
-
-
-def _linear(c: GCNConv, h, halo) -> tuple:
-    """``(h W^T, halo W^T)`` with the layer's weight (no bias; a None halo stays None). Sparse
-    inner and halo blocks share one node (the weight transposed once, one gradient buffer); lazily
-    dropped rows apply their mask inside their product."""
-    blocks = [h] if halo is None else [h, halo]
-    if all(isinstance(b, SparseFeatures) for b in blocks):
-        outs = sparse_linear(c.lin.weight, *blocks)
-    else:
-        outs = [b.linear(c.lin.weight) if isinstance(b, (SparseFeatures, DroppedRows)) else c.lin(b)
-                for b in blocks]
-    return outs[0], (outs[1] if halo is not None else None)
+        return GraphView(part.n_inner, n_cols, **blocks(src, dst, w, part.n_inner, n_cols))

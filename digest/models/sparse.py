@@ -36,6 +36,21 @@ def csr32(t: Tensor) -> Tensor:
     return csr_tensor(t.crow_indices().int(), t.col_indices().int(), t.values(), t.shape)
 
 
+def blocks(src: Tensor, dst: Tensor, w: Tensor, n: int, n_cols: int) -> dict:
+    """The weighted local adjacency (row v aggregates its sources with weights ``w``) split as
+    ``spmm`` reads it: the inner block ``adj [n, n]``, the halo block ``adj_halo [n, n_cols - n]``
+    (None without halo columns) and their transposes, all int32 CSR; GraphView's keyword
+    arguments."""
+    inner = src < n
+    out = dict(adj=csr32(csr(src[inner], dst[inner], w[inner], n, n)),
+               adj_t=csr32(csr(dst[inner], src[inner], w[inner], n, n)))
+    if n_cols > n:
+        hs, hd, hw = src[~inner] - n, dst[~inner], w[~inner]
+        out.update(adj_halo=csr32(csr(hs, hd, hw, n, n_cols - n)),
+                   adj_halo_t=csr32(csr(hd, hs, hw, n_cols - n, n)))
+    return out
+
+
 def sparse_mm(a: Tensor, b: Tensor) -> Tensor:
     """``a @ b`` for sparse CSR ``a`` and dense ``b`` into a new (uninitialised) buffer: the same
     MKL kernel as ``torch.sparse.mm`` without its zero fill of the result and the copy out of a
