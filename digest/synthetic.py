@@ -64,14 +64,21 @@ def _sample_pairs(rng, count, cum, lo, hi, total, y_sorted, order, homophily, lo
 
 
 class _Communities:
-    """K communities independent of the classes: nodes ordered by (community, class), so each
+    """K communities, independent of the classes unless ``aligned`` > 0 (that fraction of the
+    nodes joins a community of its class): nodes ordered by (community, class), so each
     community k and each (k, class c) cell is one interval of cumulative mass. ``retarget`` moves
     a fraction ``locality`` of the targets into the source's community, with the same class
     choice (same class / other class) the pair already made, so homophily is kept."""
 
-    def __init__(self, rng, y, theta, classes: int, communities: int, locality: float):
+    def __init__(self, rng, y, theta, classes: int, communities: int, locality: float,
+                 aligned: float = 0.0):
         n, C, K = len(y), classes, communities
         self.comm = rng.integers(0, K, n)
+        if aligned > 0:  # drawn only then, so that aligned = 0 keeps the graphs made before it
+            # class c's share: communities c, c + C, ... (K >= C) or community c mod K (K < C)
+            follow = rng.random(n) < aligned
+            mine = (y + C * rng.integers(0, max(1, K // C), n)) % K
+            self.comm = np.where(follow, mine, self.comm)
         cell = self.comm * C + y
         self.order = np.argsort(cell, kind='stable')
         self.cum = np.cumsum(theta[self.order])
@@ -111,7 +118,7 @@ def make_synthetic(nodes: int = 3000, classes: int = 8, avg_degree: float = 10.0
                    features: int = 64, homophily: float = 0.8, seed: int = 0,
                    signal: float = 0.22, degree_exp: float = 2.5,
                    train: float = 0.6, val: float = 0.2, name: str | None = None,
-                   communities: int = 1, locality: float = 0.9) -> Graph:
+                   communities: int = 1, locality: float = 0.9, aligned: float = 0.0) -> Graph:
     """Generate a DC-SBM graph with class-dependent Gaussian features.
 
     Args:
@@ -123,6 +130,12 @@ def make_synthetic(nodes: int = 3000, classes: int = 8, avg_degree: float = 10.0
             partition of a large graph cuts many edges and its halos are large.
         locality: with K > 1, the fraction of edges whose target is drawn inside the source's
             community (same class or not, as homophily decides).
+        aligned: with K > 1, the fraction of nodes whose community follows their class (class c:
+            one of communities c, c + C, ... when K >= C; community c mod K when K < C); 0 (the
+            default): communities independent of the classes. Aligned communities are nearly
+            single-class, so the edges a partitioner cuts between them are mostly the
+            heterophilous ones: the graph a partition-based method trains on is then more
+            homophilous than the graph it is evaluated on.
         avg_degree: target mean degree of the final (symmetric, deduplicated) graph.
         features: F, feature dimension.
         homophily: fraction of edges joining two nodes of the same class (edge homophily).
@@ -152,10 +165,11 @@ def make_synthetic(nodes: int = 3000, classes: int = 8, avg_degree: float = 10.0
     if C == 1:
         homophily = 1.0  # no other class to draw from
     K = int(communities)
-    if K < 1 or not 0 <= locality <= 1:
-        raise ValueError(f'need communities >= 1 and 0 <= locality <= 1, got {K}, {locality}')
+    if K < 1 or not 0 <= locality <= 1 or not 0 <= aligned <= 1:
+        raise ValueError('need communities >= 1, 0 <= locality <= 1 and 0 <= aligned <= 1, got '
+                         f'{K}, {locality}, {aligned}')
     # drawn only when K > 1, so that K = 1 reproduces the graphs made before the option existed
-    local = _Communities(rng, y, theta, C, K, float(locality)) if K > 1 else None
+    local = _Communities(rng, y, theta, C, K, float(locality), float(aligned)) if K > 1 else None
 
     # canonical_edges stores both directions: N*d/2 undirected pairs give mean degree d. Self
     # loops and duplicates are lost, so top up (a few rounds) with pairs scaled by the yield.
@@ -192,7 +206,8 @@ def make_synthetic(nodes: int = 3000, classes: int = 8, avg_degree: float = 10.0
             if src.numel() else float('nan')
     opts = dict(nodes=n, classes=C, avg_degree=avg_degree, features=features,
                 homophily=homophily, seed=seed, signal=signal, degree_exp=degree_exp,
-                **({'communities': K, 'locality': locality} if K > 1 else {}))
+                **({'communities': K, 'locality': locality} if K > 1 else {}),
+                **({'aligned': aligned} if K > 1 and aligned > 0 else {}))
     meta = {'source': 'synthetic DC-SBM (digest.synthetic.make_synthetic)',
             'split': f'random {train:.0%}/{val:.0%}/{1 - train - val:.0%} (seed={seed})',
             'options': opts, 'homophily_measured': measured,

@@ -117,3 +117,19 @@ def test_communities_keep_edges_local_and_partitions_small():
     assert cut[1] < 0.6 * cut[0], cut  # METIS finds the communities
     with pytest.raises(ValueError):
         make_synthetic(nodes=100, communities=0)
+
+
+def test_aligned_communities_follow_the_classes():
+    """aligned = 1 with one community per class: every node's community is its class, so an edge
+    stays inside a community exactly when its ends share a class. aligned = 0 draws the graph
+    made before the option existed (communities independent of the classes)."""
+    kw = dict(nodes=3000, classes=6, avg_degree=8, features=4, homophily=0.7, seed=1,
+              communities=6, locality=0.9)
+    g = make_synthetic(**kw, aligned=1.0)
+    assert g.meta['locality_measured'] == g.meta['homophily_measured']
+    assert g.meta['options']['aligned'] == 1.0
+    plain = make_synthetic(**kw)
+    assert _same(plain, make_synthetic(**kw, aligned=0.0)) and 'aligned' not in plain.meta['options']
+    assert plain.meta['locality_measured'] != plain.meta['homophily_measured']
+    with pytest.raises(ValueError):
+        make_synthetic(nodes=100, communities=4, aligned=1.5)

@@ -174,5 +174,8 @@ def normalize_rows(x: torch.Tensor) -> torch.Tensor:
         x = x.coalesce()
         idx, v = x.indices(), x.values()
         norm = torch.zeros(x.size(0), dtype=v.dtype).index_add_(0, idx[0], v.abs())
-        return torch.sparse_coo_tensor(idx, v / norm.clamp(min=1)[idx[0]], x.shape).coalesce()
+        # the indices of a coalesced tensor, unchanged: no check, no second coalesce (and no
+        # warning in every worker's log that the check is off)
+        return torch.sparse_coo_tensor(idx, v / norm.clamp(min=1)[idx[0]], x.shape,
+                                       check_invariants=False, is_coalesced=True)
     return x / x.abs().sum(1, keepdim=True).clamp(min=1)

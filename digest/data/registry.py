@@ -86,6 +86,7 @@ SYNTHETIC_KEYS = {
     'degree_exp': (float, lambda v: v > 1, 'a number > 1'),
     'communities': (int, lambda v: v >= 1, 'an int >= 1'),
     'locality': (float, lambda v: 0 <= v <= 1, 'a number in [0, 1]'),
+    'aligned': (float, lambda v: 0 <= v <= 1, 'a number in [0, 1]'),
     'train': (float, lambda v: 0 < v < 1, 'a number in (0, 1)'),
     'val': (float, lambda v: 0 <= v < 1, 'a number in [0, 1)'),
     'preset': (str, lambda v: v in PRESETS, 'one of ' + ', '.join(PRESETS))}
