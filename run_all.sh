@@ -6,9 +6,9 @@
 #   ./run_all.sh --suite repro   the main comparison (synthetic, CS, Physics; results/, plots/)
 #   ./run_all.sh --suite NAME    any suite of experiments/configs (results/NAME/, plots/NAME/):
 #                          wave2 (PipeGCN, BNS-GCN, SANCUS, AdaQP, digest-vanishing), depth (sweeps,
-#                          SAGE/GAT, 1-8 workers), arxiv (arxiv-like stand-in), straggler (DIGEST-A),
-#                          cluster, cluster_overlap (emulated network: the sweep; PipeGCN's overlap;
-#                          both need root or user namespaces)
+#                          1-8 workers), models (SAGE, GAT), arxiv (arxiv-like stand-in), straggler
+#                          (DIGEST-A), cluster, cluster_overlap (emulated network: the sweep;
+#                          PipeGCN's overlap; both need root or user namespaces)
 #   ./run_all.sh           all of it: the full suite (experiments/configs/full.yaml: every dataset
 #                          found in the data root, missing ones skipped with the reason printed),
 #                          then every other suite but quick (many hours on 2 cores)
