@@ -7,6 +7,7 @@ import math
 
 import pandas as pd
 
+from .config import NET_SEP, exact_for
 from .costmodel import Network
 from .load import Loaded
 
@@ -71,14 +72,18 @@ def header(loaded: Loaded, net: Network | None, target, command: str) -> str:
     for label in loaded.labels:
         r = max((r for r in loaded.records if r.label == label), key=lambda r: (r.workers, -r.seed))
         lines.append(f"- {label}: `{r.summary.get('command')}`")
+    # said only where a label names a model (the models suite), so other suites' tables keep
+    # their committed text
+    models = any(exact_for(label).split(NET_SEP)[0] != "exact" for label in loaded.labels)
     lines += ["", "Definitions (METHODS.md section 7): times are measured training time (evaluation "
               "excluded), the slowest worker per epoch; speedup over exact = exact's time / the "
-              f"method's, same dataset and worker count M, and same model: a label that starts "
-              "with a model's name (sage-*, gat-*) is compared with that model's exact run "
-              "(sage-exact, gat-exact). Time to accuracy: first epoch whose "
+              "method's, same dataset and worker count M" + (
+                  ", and same model: a label that starts with a model's name (sage-*, gat-*) is "
+                  "compared with that model's exact run (sage-exact, gat-exact)" if models else "")
+              + ". Time to accuracy: first epoch whose "
               f"validation accuracy >= {_targets(target)} x exact's best validation accuracy (mean "
-              "over seeds, same dataset, M and model); a method that does not reach it in every seed "
-              "reads 'not reached'. It is only as fine as the evaluation: 'eval every' = the "
+              "over seeds, same dataset" + (", M and model" if models else " and M") + "); a "
+              "method that does not reach it in every seed reads 'not reached'. It is only as fine as the evaluation: 'eval every' = the "
               "largest spacing in epochs between two evaluations of the runs (a target reached "
               "in between is reported at the next evaluation)."]
     if net:

@@ -98,6 +98,8 @@ def test_a_models_rows_are_compared_with_that_models_exact_run(runs):
     assert sage.target_val == pytest.approx(0.784) and sage.time_s == pytest.approx(0.4)
     assert sage.speedup_vs_exact == pytest.approx(2.4 / 0.4)
     assert "gat-digest" not in set(tta.method)
+    assert tables.main(["--runs", str(runs), "--out", str(runs.parent / "t")]) == 0
+    assert "compared with that model's exact run" in (runs.parent / "t" / "tables.md").read_text()
 
 
 def test_stricter_targets_and_the_evaluation_spacing(runs, tmp_path):
@@ -118,6 +120,7 @@ def test_stricter_targets_and_the_evaluation_spacing(runs, tmp_path):
     assert {"target", "eval_every"} <= set(csv.columns) and len(csv) == 4 * 3  # exact at M=1 and 2, 2 more at 2
     md = (tmp_path / "t" / "tables.md").read_text()
     assert "targets 0.98, 0.99 and 0.995 x exact's best val" in md
+    assert "same model" not in md  # no label names a model: the committed tables' text
     assert "| 0.995 | digest | 2 | 0.9950 | 0/2 | 1 | not reached |" in md
     with pytest.raises(ValueError):
         tables.parse_targets("0.98,1.5")
