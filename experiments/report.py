@@ -7,7 +7,7 @@ import math
 
 import pandas as pd
 
-from .config import NET_SEP, exact_for
+from .config import base_label, exact_for
 from .costmodel import Network
 from .load import Loaded
 
@@ -74,7 +74,7 @@ def header(loaded: Loaded, net: Network | None, target, command: str) -> str:
         lines.append(f"- {label}: `{r.summary.get('command')}`")
     # said only where a label names a model (the models suite), so other suites' tables keep
     # their committed text
-    models = any(exact_for(label).split(NET_SEP)[0] != "exact" for label in loaded.labels)
+    models = any(base_label(exact_for(label)) != "exact" for label in loaded.labels)
     lines += ["", "Definitions (METHODS.md section 7): times are measured training time (evaluation "
               "excluded), the slowest worker per epoch; speedup over exact = exact's time / the "
               "method's, same dataset and worker count M" + (
@@ -83,9 +83,10 @@ def header(loaded: Loaded, net: Network | None, target, command: str) -> str:
               + ". Time to accuracy: first epoch whose "
               f"validation accuracy >= {_targets(target)} x exact's best validation accuracy (mean "
               "over seeds, same dataset" + (", M and model" if models else " and M") + "); a "
-              "method that does not reach it in every seed reads 'not reached'. It is only as fine as the evaluation: 'eval every' = the "
-              "largest spacing in epochs between two evaluations of the runs (a target reached "
-              "in between is reported at the next evaluation)."]
+              "method that does not reach it in every seed reads 'not reached'. It is only as "
+              "fine as the evaluation: 'eval every' = the largest spacing in epochs between two "
+              "evaluations of the runs (a target reached in between is reported at the next "
+              "evaluation)."]
     if net:
         lines.append(f"Columns labelled \"{net.column}\" are MODELED, not measured: max over "
                      f"workers of that worker's CPU seconds in the step (cpu_time_w*: not its wall "

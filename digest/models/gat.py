@@ -27,8 +27,7 @@ class GAT(GNN):
             return c(self.all_rows(h, halo), view.edge_index)[: view.n_inner]
         # sparse or lazily dropped input rows (the first layer): GATConv.forward without
         # self-loops, edge features or residual, on its own parameters, so that the input rows
-        # stay sparse (a dense 6,805-wide first layer on CS made an epoch 8x GCN's) and attention
-        # runs only towards the inner rows it produces
+        # stay sparse and attention runs only towards the inner rows it produces
         H, C = c.heads, c.out_channels
         inner, rows = linear_blocks(c.lin.weight, h, halo)
         x_src, x_dst = self.all_rows(inner, rows).view(-1, H, C), inner.view(-1, H, C)

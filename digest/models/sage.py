@@ -39,6 +39,6 @@ class SAGE(GNN):
         src, dst, n_cols = local_edges(part, induced)
         # weights 1 / in-degree of the local graph: every in-neighbour of an inner row is local
         # (the exact view), or only the inner ones count (induced, partition-based)
-        deg = torch.bincount(dst, minlength=part.n_inner).clamp(min=1).float()
+        deg = torch.bincount(dst, minlength=part.n_inner).float()
         return GraphView(part.n_inner, n_cols, **blocks(src, dst, 1.0 / deg[dst], part.n_inner,
                                                          n_cols))
