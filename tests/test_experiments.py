@@ -100,6 +100,9 @@ def test_a_models_rows_are_compared_with_that_models_exact_run(runs):
     assert "gat-digest" not in set(tta.method)
     assert tables.main(["--runs", str(runs), "--out", str(runs.parent / "t")]) == 0
     assert "compared with that model's exact run" in (runs.parent / "t" / "tables.md").read_text()
+    from digest.models import MODELS
+    from experiments.config import MODEL_PREFIXES
+    assert set(MODEL_PREFIXES) == set(MODELS)  # a model added to digest is named here too
 
 
 def test_stricter_targets_and_the_evaluation_spacing(runs, tmp_path):

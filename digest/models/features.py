@@ -46,6 +46,12 @@ def sparse_linear(weight: Tensor, *feats: "SparseFeatures") -> tuple[Tensor, ...
     return _SparseLinear.apply(weight, *feats)
 
 
+def is_lazy(h) -> bool:
+    """Whether input rows are read only through a linear map (``h.linear(weight)``): sparse
+    features, or dense rows whose dropout is applied inside the product."""
+    return isinstance(h, (SparseFeatures, DroppedRows))
+
+
 def linear_blocks(weight: Tensor, h, halo=None) -> tuple:
     """``(h W^T, halo W^T)``, no bias, for one layer's inner rows and halo rows (None stays None):
     sparse blocks share one node (``sparse_linear``), lazily dropped rows (``DroppedRows``) apply
@@ -54,8 +60,7 @@ def linear_blocks(weight: Tensor, h, halo=None) -> tuple:
     if all(isinstance(b, SparseFeatures) for b in blocks):
         outs = sparse_linear(weight, *blocks)
     else:
-        outs = [b.linear(weight) if isinstance(b, (SparseFeatures, DroppedRows))
-                else F.linear(b, weight) for b in blocks]
+        outs = [b.linear(weight) if is_lazy(b) else F.linear(b, weight) for b in blocks]
     return outs[0], (outs[1] if halo is not None else None)
 
 

@@ -6,8 +6,7 @@ from torch_geometric.nn import GATConv
 
 from ..local_graph import LocalPart
 from .base import GNN, GraphView, local_edges
-from .dropout import DroppedRows
-from .features import SparseFeatures, linear_blocks
+from .features import is_lazy, linear_blocks
 
 
 class GAT(GNN):
@@ -22,7 +21,7 @@ class GAT(GNN):
 
     def conv(self, layer, h, halo, view):
         c = self.convs[layer]
-        if not isinstance(h, (SparseFeatures, DroppedRows)):
+        if not is_lazy(h):
             # the module itself: its forward hooks see the edge list (BNS-GCN drops edges there)
             return c(self.all_rows(h, halo), view.edge_index)[: view.n_inner]
         # sparse or lazily dropped input rows (the first layer): GATConv.forward without

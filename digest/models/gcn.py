@@ -7,8 +7,7 @@ from torch_geometric.nn import GCNConv
 
 from ..local_graph import LocalPart
 from .base import GNN, GraphView, local_edges
-from .dropout import DroppedRows
-from .features import SparseFeatures, linear_blocks
+from .features import is_lazy, linear_blocks
 from .sparse import blocks, spmm
 
 
@@ -27,8 +26,7 @@ class GCN(GNN):
         # inner and halo rows are never concatenated, and the backward uses the view's
         # precomputed transposes (no per-step sort) and skips constant (stale) halo rows.
         c = self.convs[layer]
-        if not isinstance(h, (SparseFeatures, DroppedRows)) and \
-                c.lin.in_channels <= c.lin.out_channels:
+        if not is_lazy(h) and c.lin.in_channels <= c.lin.out_channels:
             # aggregate first: the dense product then runs on the n_inner aggregated rows instead
             # of all n_inner + n_halo input rows (A (H W) = (A H) W; the sparse product costs
             # nnz x width either way when the widths are equal)

@@ -7,8 +7,7 @@ from torch_geometric.nn import SAGEConv
 
 from ..local_graph import LocalPart
 from .base import GNN, GraphView, local_edges
-from .dropout import DroppedRows
-from .features import SparseFeatures, linear_blocks
+from .features import is_lazy, linear_blocks
 from .sparse import blocks, spmm
 
 
@@ -27,8 +26,7 @@ class SAGE(GNN):
         # CS made an epoch 10x GCN's)
         c = self.convs[layer]
         root = linear_blocks(c.lin_r.weight, h)[0]
-        if not isinstance(h, (SparseFeatures, DroppedRows)) and \
-                c.lin_l.in_channels <= c.lin_l.out_channels:
+        if not is_lazy(h) and c.lin_l.in_channels <= c.lin_l.out_channels:
             return c.lin_l(spmm(view, h, halo)) + root  # aggregate first: the narrow side
         # transform first (mean_j h_j W^T = (mean_j h_j) W^T): sparse or lazily dropped inputs,
         # or the sparse product on the narrow side
