@@ -9,6 +9,9 @@
 #                          1-8 workers), models (SAGE, GAT), arxiv (arxiv-like stand-in), straggler
 #                          (DIGEST-A), cluster, cluster_overlap (emulated network: the sweep;
 #                          PipeGCN's overlap; both need root or user namespaces)
+#   ./run_all.sh --suite NAME --seeds 0,1   only those seeds' runs, so that a suite longer than a
+#                          sitting (arxiv: about 2 h here) runs in parts; the tables read the runs
+#                          complete so far ("k complete of n")
 #   ./run_all.sh           all of it: the full suite (experiments/configs/full.yaml: every dataset
 #                          found in the data root, missing ones skipped with the reason printed),
 #                          then every other suite but quick (many hours on 2 cores)
@@ -26,12 +29,17 @@
 # NETWORK=BANDWIDTH,LATENCY (default 10gbit,5us) sets the modeled-cluster columns (labelled modeled).
 set -uo pipefail
 cd "$(dirname "$0")"
-suite=full results=results plots=plots
+suite=full results=results plots=plots seeds=()
 case "${1:-}" in
   --quick) suite=quick results=results/quick plots=plots/quick ;;
   --suite) suite="${2:?--suite needs a name from experiments/configs}"
            # repro is a subset of full: same runs, same place; any other suite gets its own folder
-           case "$suite" in full|repro) ;; *) results="results/$suite" plots="plots/$suite" ;; esac ;;
+           case "$suite" in full|repro) ;; *) results="results/$suite" plots="plots/$suite" ;; esac
+           case "${3:-}" in
+             "") ;;
+             --seeds) seeds=(--seeds "${4:?--seeds needs a list such as 0,1}") ;;
+             *) echo "usage: ./run_all.sh --suite NAME [--seeds LIST]" >&2; exit 2 ;;
+           esac ;;
   --check) check="${2:-repro}" ;;
   "") ;;
   -h|--help) sed -n '2,/^set -uo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
@@ -43,10 +51,13 @@ if [ -n "${check:-}" ]; then
   exec python -m experiments.recompute --suite "$check"
 fi
 network="${NETWORK:-10gbit,5us}"
+# the tables read every complete run of the suite, so their header names the suite's command
+# (without --seeds), as `--check` rebuilds it
+if [ ${#seeds[@]} -gt 0 ]; then set -- --suite "$suite"; fi
 export RUN_ALL_COMMAND="./run_all.sh${*:+ $*}"
 start=$SECONDS
 
-python -m experiments.runner --suite "$suite" --out "$results/runs"
+python -m experiments.runner --suite "$suite" --out "$results/runs" "${seeds[@]}"
 status=$?
 if [ "$status" -eq 130 ]; then exit 130; fi
 python -m experiments.tables --suite "$suite" --runs "$results/runs" --out "$results" \

@@ -136,11 +136,17 @@ def plan_path(root: Path, suite_name: str) -> Path:
     return Path(root) / f"plan_{suite_name}.json"
 
 
-def run_suite(suite, root: Path, methods: set[str] | None = None, launcher=launch) -> dict:
+def run_suite(suite, root: Path, methods: set[str] | None = None, launcher=launch,
+              seeds: set[int] | None = None) -> dict:
+    """Run the suite's runs not yet complete; with ``seeds``, only those seeds' runs (a long suite
+    can then be run in sittings: the tables read whatever runs are complete)."""
     runs, notes = plan(suite, registered_methods() if methods is None else methods)
+    if seeds is not None:
+        runs = [r for r in runs if r.seed in seeds]
     for note in notes:
         print(f"note: skipping {note}")
     write_json(plan_path(root, suite.name), {"suite": suite.name, "skipped": notes,
+                                             "seeds": None if seeds is None else sorted(seeds),
                                              "runs": [str(r.directory(".")) for r in runs]})
     counts = {"ran": 0, "skipped": 0, "failed": []}
     t0 = time.perf_counter()
@@ -163,6 +169,21 @@ def run_suite(suite, root: Path, methods: set[str] | None = None, launcher=launc
     return counts
 
 
+def parse_seeds(text: str | None, suite) -> set[int] | None:
+    """``--seeds 0,1`` as a set; every seed must be one the suite runs."""
+    if text is None:
+        return None
+    try:
+        seeds = {int(x) for x in text.split(",")}
+    except ValueError:
+        raise ValueError(f"--seeds takes comma-separated integers (e.g. 0,1), not {text!r}") from None
+    known = {r.seed for r in expand(suite)}
+    if not seeds <= known:
+        raise ValueError(f"suite {suite.name} runs seeds {', '.join(map(str, sorted(known)))}; "
+                         f"--seeds {text} names others")
+    return seeds
+
+
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(prog="python -m experiments.runner", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -171,15 +192,18 @@ def main(argv=None) -> int:
     p.add_argument("--network", default=None, help="with --report: BANDWIDTH,LATENCY, e.g. 10gbit,5us")
     p.add_argument("--report", nargs=2, metavar=("RESULTS", "PLOTS"), default=None,
                    help="after the runs, write the tables into RESULTS and the plots into PLOTS")
+    p.add_argument("--seeds", default=None, metavar="LIST",
+                   help="only these seeds' runs, comma-separated (e.g. 0,1): a long suite in sittings")
     args = p.parse_args(argv)
     try:
         suite = load_suite(args.suite)
+        seeds = parse_seeds(args.seeds, suite)
     except (ValueError, OSError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
     root = Path(args.out or f"results/{suite.name}/runs")
     try:
-        counts = run_suite(suite, root)
+        counts = run_suite(suite, root, seeds=seeds)
     except subprocess.CalledProcessError as e:
         tail = (e.stderr or "").strip().splitlines()[-1:] or ["(no output)"]
         print(f"error: `python -m digest methods` failed: {tail[0]}", file=sys.stderr)

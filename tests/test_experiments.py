@@ -418,3 +418,18 @@ def test_resume_skips_complete_same_hash_reruns_otherwise(tmp_path, monkeypatch,
     record = json.loads((root / "synthetic" / "exact_w2_s0" / "run.json").read_text())
     assert record["status"] == "failed" and record["hash"] == expand(changed)[0].hash
     assert not (root / "synthetic" / "exact_w2_s0" / "summary.json").exists()
+
+
+def test_seeds_run_a_suite_in_parts_and_unknown_seeds_are_refused(tmp_path, monkeypatch):
+    monkeypatch.setattr(runner, "unavailable_datasets", lambda names: {})
+    suite, root, calls = suite_from_dict(SUITE), tmp_path / "runs", []
+    runner.run_suite(suite, root, {"exact"}, fake_launcher(calls), seeds={1})
+    assert calls == ["exact_w2_s1"]
+    assert json.loads((root / "plan_t.json").read_text())["seeds"] == [1]
+    counts = runner.run_suite(suite, root, {"exact"}, fake_launcher(calls))  # the rest, later
+    assert calls == ["exact_w2_s1", "exact_w2_s0"] and counts["skipped"] == 1
+    assert runner.parse_seeds(None, suite) is None and runner.parse_seeds("1,0", suite) == {0, 1}
+    with pytest.raises(ValueError, match="runs seeds 0, 1; --seeds 0,5 names others"):
+        runner.parse_seeds("0,5", suite)
+    with pytest.raises(ValueError, match="comma-separated integers"):
+        runner.parse_seeds("one", suite)
