@@ -59,7 +59,8 @@ start=$SECONDS
 
 python -m experiments.runner --suite "$suite" --out "$results/runs" "${seeds[@]}"
 status=$?
-if [ "$status" -eq 130 ]; then exit 130; fi
+# 130: interrupted; 2: a wrong suite name or --seeds (the runner said why in one line)
+if [ "$status" -eq 130 ] || [ "$status" -eq 2 ]; then exit "$status"; fi
 python -m experiments.tables --suite "$suite" --runs "$results/runs" --out "$results" \
   --network "$network" || status=1
 python -m experiments.plots --suite "$suite" --runs "$results/runs" --out "$plots" \

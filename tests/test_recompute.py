@@ -71,3 +71,13 @@ def test_run_all_check_runs_the_recompute(tmp_path):
     out = subprocess.run([str(ROOT / "run_all.sh"), "--check", str(tmp_path / "none.yaml")],
                          capture_output=True, text=True, cwd=ROOT)
     assert out.returncode == 2 and "no suite" in out.stderr
+
+
+def test_run_all_refuses_a_wrong_suite_or_seed_list_in_one_line(tmp_path):
+    """A wrong suite or --seeds stops run_all.sh with the runner's one line: no tables, no plots."""
+    for args, said in ((["--suite", str(tmp_path / "none.yaml")], "no suite"),
+                       (["--suite", "arxiv", "--seeds", "9"], "runs seeds 0, 1, 2")):
+        out = subprocess.run([str(ROOT / "run_all.sh"), *args], capture_output=True, text=True,
+                             cwd=ROOT)
+        assert out.returncode == 2 and said in out.stderr and "tables:" not in out.stdout
+        assert len(out.stderr.strip().splitlines()) == 1, out.stderr
