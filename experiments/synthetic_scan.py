@@ -2,20 +2,25 @@
 homophily of the cut edges), and test accuracy (at best validation) of exact versus
 partition-based training, emulated in ONE process:
 
-    python -m experiments.synthetic_scan SPEC [SEEDS] [EPOCHS]
-    python -m experiments.synthetic_scan synthetic 0,1,2 60
+    python -m experiments.synthetic_scan SPEC [SEEDS] [EPOCHS] [LOCAL_STEPS]
+    python -m experiments.synthetic_scan synthetic 0,1,2 60 5,20
 
 "exact" trains a 3-layer GCN (hidden 64, dropout 0.5, Adam lr 0.01, the quick suite's model) on
 the whole graph; "partition" trains it on the graph without the edges METIS cuts into 4 parts
 (with the induced degrees), which is what partition-based training with gradient all-reduce
-computes. Both are evaluated on the whole graph every epoch. It takes seconds per seed where the
-CLI's 4 worker processes take a minute, so settings can be scanned; the choice is then checked
-with ``python -m digest train`` (digest/data/presets.py records both).
+computes. With LOCAL_STEPS K, also partition-based training in its PSGD-PA form
+(``--local-steps K``): one replica per part, each with its own Adam, takes steps on its part's
+training nodes and the replicas' parameters are averaged every K steps (digest/params.py
+``ModelAveraging``). All are evaluated on the whole graph (PSGD-PA only after an averaging).
+It takes seconds per seed (about 80 s with two K on the default, 4 replicas each) where the
+CLI's 4 worker processes take a minute a run, so settings can be scanned; the choice is then
+checked with ``python -m digest train`` (digest/data/presets.py records both).
 
 Shapes: the normalised adjacency is sparse CSR ``[N, N]``; logits ``[N, C]``.
 """
 from __future__ import annotations
 
+import copy
 import sys
 import time
 
@@ -45,20 +50,40 @@ class _GCN(torch.nn.Module):
         return x
 
 
-def train(graph, train_edges: torch.Tensor, seed: int, epochs: int) -> tuple[float, float]:
+def train(graph, train_edges: torch.Tensor, seed: int, epochs: int,
+          part: torch.Tensor | None = None, local_steps: int = 1) -> tuple[float, float]:
     """(best val accuracy, test accuracy at that epoch) of a GCN trained on ``train_edges`` and
-    evaluated on the whole graph."""
+    evaluated on the whole graph. With ``part`` (``[N]``, part of each node) and ``local_steps``
+    K: one replica per part, averaged every K steps (PSGD-PA); each replica's loss is its part's
+    share of the global mean times the number of parts, as ``ModelAveraging`` scales it."""
     torch.manual_seed(seed)
     a_train = norm_adj(train_edges, graph.num_nodes)
     a_full = norm_adj(graph.edge_index, graph.num_nodes)
     model = _GCN([graph.num_features, 64, 64, graph.num_classes])
-    opt = torch.optim.Adam(model.parameters(), lr=0.01)
-    y, best = graph.y, (-1.0, 0.0)
-    for _ in range(epochs):
-        model.train()
-        opt.zero_grad()
-        F.cross_entropy(model(graph.x, a_train)[graph.train_mask], y[graph.train_mask]).backward()
-        opt.step()
+    parts = torch.zeros(graph.num_nodes, dtype=torch.long) if part is None else part
+    m = int(parts.max()) + 1
+    # the replicas start identical (deepcopy draws no random numbers)
+    replicas = [model] + [copy.deepcopy(model) for _ in range(m - 1)]
+    opts = [torch.optim.Adam(r.parameters(), lr=0.01) for r in replicas]
+    y, best, n_train = graph.y, (-1.0, 0.0), int(graph.train_mask.sum())
+    for epoch in range(epochs):
+        for k, (replica, opt) in enumerate(zip(replicas, opts)):
+            replica.train()
+            opt.zero_grad()
+            mask = graph.train_mask & (parts == k)
+            out = replica(graph.x, a_train)[mask]
+            loss = (F.cross_entropy(out, y[mask]) if m == 1 else
+                    F.cross_entropy(out, y[mask], reduction='sum') * (m / n_train))
+            loss.backward()
+            opt.step()
+        if m > 1:
+            if (epoch + 1) % local_steps and epoch != epochs - 1:
+                continue  # evaluated only once the replicas are one model again
+            with torch.no_grad():
+                for ps in zip(*(r.parameters() for r in replicas)):
+                    mean = torch.stack(ps).mean(0)
+                    for p in ps:
+                        p.copy_(mean)
         model.eval()
         with torch.no_grad():
             pred = model(graph.x, a_full).argmax(1)
@@ -78,6 +103,7 @@ def main(argv=None) -> int:
     spec = argv[0] if argv else "synthetic"
     seeds = [int(s) for s in (argv[1] if len(argv) > 1 else "0").split(",")]
     epochs = int(argv[2]) if len(argv) > 2 else 60
+    local_steps = [int(k) for k in argv[3].split(",")] if len(argv) > 3 else []
     torch.set_num_threads(1)
     for seed in seeds:
         t0 = time.time()
@@ -87,11 +113,14 @@ def main(argv=None) -> int:
         keep = part[src] == part[dst]
         same = g.y[src] == g.y[dst]
         e, p = train(g, g.edge_index, seed, epochs), train(g, g.edge_index[:, keep], seed, epochs)
+        pa = "".join(f" | PSGD-PA K={k} test "
+                     f"{train(g, g.edge_index[:, keep], seed, epochs, part, k)[1]:.4f}"
+                     for k in local_steps)
         print(f"{spec} seed {seed}: homophily {g.meta['homophily_measured']:.3f} (cut edges "
               f"{same[~keep].float().mean().item():.3f}), cut "
               f"{1 - keep.float().mean().item():.1%} | exact test {e[1]:.4f} (val {e[0]:.4f}) | "
               f"partition test {p[1]:.4f} (val {p[0]:.4f}) | exact - partition "
-              f"{100 * (e[1] - p[1]):+.2f} points [{time.time() - t0:.0f} s]", flush=True)
+              f"{100 * (e[1] - p[1]):+.2f} points{pa} [{time.time() - t0:.0f} s]", flush=True)
     return 0
 
 
