@@ -16,76 +16,54 @@ symmetrised and deduplicated (2,315,598 directed edges here; ``registry.SIZES``)
 Shapes of a generated graph: x ``[N, F]`` float32, y ``[N]`` int64, edge_index ``[2, E]`` int64.
 
 The embedded default (``synthetic`` alone; the quick suite's graph) was chosen by measurement on
-this 2-core machine, shared (load average 8-14 during the runs):
+this 2-core machine (2026-12-02, nothing else running):
 
-- ``python -m digest partition --dataset synthetic --parts 4``: 20,000 nodes, 120,060 directed
-  edges, METIS cuts 7,870 undirected edges (13.11%); ``--parts 2``: 8.73%.
-- ``python -m digest train --dataset synthetic --method M --workers 4 --epochs 60 --hidden 64
-  --layers 3 --dropout 0.5 --lr 0.01 --seed S`` (the quick suite's model), test accuracy at best
-  validation, exact / partition: seed 0 81.93% / 81.73%, with a mean epoch of 167 / 191 ms and
-  48 / 54 s per run in all (the former default, ``preset=classic``, took 48 s per run at the same
-  load: start-up and evaluation dominate both).
-- ``python -m experiments.synthetic_scan SPEC 0`` (exact vs partition-based training emulated in
-  one process; signal = 0.10 / 0.13 otherwise as the default, train 5%): exact 77.12% / 84.79%,
-  partition 76.76% / 84.87%; so signal = 0.12 for about 82%. ``python -m experiments.synthetic_scan
-  synthetic 0,1`` on the default: exact 82.67% / 82.72%, partition 83.03% / 82.31% (cut 13.1% /
-  13.5%).
+- 20,000 nodes, 10 classes, 64 features, 32 communities; 70% of the nodes sit in a community of
+  their own class (``aligned=0.7``), the rest anywhere. ``python -m digest partition --dataset
+  synthetic --parts 4``: 120,040 directed edges, METIS cuts 4,994 undirected edges (8.32%); edge
+  homophily 0.78.
+- ``python -m digest train --dataset SPEC --method M [--local-steps 5] --workers 4 --epochs 60
+  --hidden 64 --layers 3 --dropout 0.5 --lr 0.01 --seed S`` (the quick suite's model), test
+  accuracy (%) at best validation for seeds 0, 1, 2, exact / partition-based with gradient
+  all-reduce / partition-based in its PSGD-PA form (``--local-steps 5``: one replica per worker,
+  parameters averaged every 5 steps), each run about 14 s in all:
 
-Partition-based training does NOT lose a point here: with gradient all-reduce it trains on the
-graph minus the cut edges and is evaluated on the whole graph, and a GCN trained on a uniformly
-thinned graph transfers. The emulation gave exact - partition between -0.4 and +0.7 point for
-every seed of every setting scanned (degree 4-10, homophily 0.6-0.9, 10 classes, 13-25% of edges
-cut; e.g. 18% cut at degree 10: +0.53 / -0.25; 25% cut: +0.08) except two single seeds with wide
-features and 10% train labels: +1.34 (256 features, exact 72.9%) and +1.56 (512, exact 75.7%).
-With 256 features, signal 0.06, 5% train labels, the CLI command above gave exact / partition
-79.92 / 79.70, 80.61 / 80.25, 80.97 / 80.89 for seeds 0, 1, 2 (+0.2, +0.4, +0.1 point) at a mean
-epoch of 258-320 ms; the default keeps 64 features for the quick suite's time, and the gap it
-shows is within seed noise.
+  - the default (``synthetic``): 80.20 / 79.97 / 78.21, 80.89 / 80.81 / 79.93, 80.51 / 80.23 /
+    77.83. PSGD-PA loses 1.99, 0.96 and 2.68 points (mean 1.88); all-reduce 0.23, 0.08, 0.28.
+  - ``synthetic:preset=unaligned,aligned=0.7,signal=0.13``: 77.67 / 77.68 / 74.32, 78.31 / 78.09 /
+    77.04, 77.87 / 77.67 / 73.94 (PSGD-PA loses 1.3-3.9; ``--local-steps 10`` 72.53, 76.18, 71.03).
+  - ``...,aligned=0.7,signal=0.17``: 82.17 / 82.41 / 80.99, 82.39 / 82.57 / 82.01, 82.68 / 82.42 /
+    80.67 (PSGD-PA loses 0.4-2.0).
+  - ``...,aligned=0.5,signal=0.13``: 79.37 / 80.31 / 78.29, 80.55 / 81.05 / 79.81, 81.91 / 81.67 /
+    81.57 (PSGD-PA loses 0.3-1.1; ``--local-steps 10`` 77.16, 78.97, 81.33).
 
-The same family over three seeds, at signals that put exact at 78-84% (the two single seeds
-above had 73-76%): ``python -m experiments.synthetic_scan
-synthetic:preset=default,features=F,signal=S,train=T 0,1,2`` (2026-12-02, beside the tests),
-exact - partition in points for seeds 0, 1, 2:
+  ``signal`` = 0.15 puts exact at about 80.5% and keeps PSGD-PA's loss above a point on average
+  and in two of the three seeds. Partition-based training with gradient all-reduce (the
+  ``partition`` default, METHODS.md section 3) loses nothing on any of these graphs: the quick
+  suite runs both forms so that table 1 shows both.
 
-- F = 256, S = 0.06, T = 0.1: +0.15, -0.49, -0.03
-- F = 256, S = 0.05, T = 0.3: -0.06, +0.34, -0.35
-- F = 256, S = 0.04, T = 0.6: -0.13, +0.42, +0.23
-- F = 512, S = 0.04, T = 0.1: +0.13, +0.63, -0.31
-- F = 512, S = 0.03, T = 0.6: +0.40, -1.35, -0.30
+Why ``aligned``: a GCN trained on the graph minus METIS's cut edges, with the gradients of every
+part added up each step, transfers to the whole graph. What costs accuracy is local steps on parts
+whose label mix differs, which class-aligned communities make METIS produce. The scans that showed
+it, from the former default ``preset=unaligned`` (20,000 nodes, 32 communities independent of the
+classes, signal 0.12: METIS cuts 13.1%, exact about 82%):
 
-So wider features and more training labels do not separate partition-based training either.
-
-Communities aligned with the classes (``aligned``, 2026-12-02, beside the tests): METIS then cuts
-mostly heterophilous edges, so partition-based training sees a more homophilous graph than the
-one it is evaluated on. ``python -m experiments.synthetic_scan
-synthetic:preset=default,communities=K,aligned=A 0,1,2``, exact - partition in points for seeds
-0, 1, 2 (homophily of the cut edges against 0.79 overall):
-
-- K = 10, A = 1 (cut 17.0-17.2%, cut edges 0.20-0.21 homophilous): -0.03, +0.07, +0.19
-- K = 20, A = 1 (cut 17.0-17.1%, 0.17-0.18): +0.09, +0.18, -0.40
-- K = 10, A = 0.5 (cut 11.0-11.2%, 0.62-0.67): -0.01, -0.11, +0.43
-
-So a GCN trained without the heterophilous cut edges transfers to the whole graph as well: no
-gap either. The default keeps communities independent of the classes (``aligned`` = 0).
-
-Where a gap does appear: partition-based training in its PSGD-PA form (``--local-steps K``, one
-replica per part with its own Adam, parameters averaged every K steps) on partitions whose label
-mix differs (``aligned=A`` puts a fraction A of the nodes in communities of their own class, which
-METIS keeps together). ``python -m experiments.synthetic_scan SPEC 0,1,2 60 5,20`` (2026-12-02;
-test accuracy in %, exact / gradient all-reduce / PSGD-PA K = 5 / K = 20, seeds 0, 1, 2):
-
-- the default (cut 13.1-13.6%, communities independent of the classes): 82.75 / 83.04 / 83.38
-  / 83.26, 82.73 / 82.31 / 82.27 / 82.61, 82.25 / 82.51 / 82.16 / 82.11: no gap in any form.
-- ``synthetic:preset=default,aligned=0.5`` (cut 10.4-11.3%): 78.50 / 78.56 / 75.49 / 74.37,
-  79.04 / 78.67 / 76.19 / 73.19, 80.09 / 79.97 / 78.40 / 77.21: PSGD-PA loses 1.7-3.0 points at
-  K = 5 and 2.9-5.9 at K = 20; gradient all-reduce -0.06 / +0.37 / +0.12.
-- ``communities=10,aligned=0.5`` (cut 11.0-11.2%): K = 5 loses 2.0 / 2.0 / 3.2 points, K = 20
-  4.3 / 4.9 / 10.2; ``communities=10,aligned=1`` (cut 17%): K = 5 loses 9-15 points.
-
-In these graphs, then, partition-based training loses accuracy through local steps on parts of
-differing label mix, not through the dropped edges. Making that gap the default's would
-need ``aligned`` > 0 in the default, which changes the graph under every committed synthetic run
-(repro, wave2, straggler, cluster_quick, cluster_overlap), so the default is unchanged so far.
+- ``python -m experiments.synthetic_scan SPEC 0,1,2 60 5,20`` emulates exact, all-reduce and
+  PSGD-PA in one process (test accuracy %, exact / all-reduce / K = 5 / K = 20, seeds 0, 1, 2):
+  ``synthetic:preset=unaligned``: 82.75 / 83.04 / 83.38 / 83.26, 82.73 / 82.31 / 82.27 / 82.61,
+  82.25 / 82.51 / 82.16 / 82.11: no gap in any form. ``...,aligned=0.5``: 78.50 / 78.56 / 75.49 /
+  74.37, 79.04 / 78.67 / 76.19 / 73.19, 80.09 / 79.97 / 78.40 / 77.21.
+  ``...,aligned=0.5,signal=0.13`` (K = 5): 80.62 / 80.51 / 77.83, 80.50 / 80.07 / 78.23, 81.97 /
+  82.11 / 80.73. The emulation's gaps came out larger than the CLI's for the same graph
+  (0.3-1.1 point, above), so the choice rests on the CLI runs.
+- all-reduce alone, ``synthetic_scan SPEC 0,1,2`` on variants of ``preset=unaligned`` (exact -
+  partition in points): 256 features, signal 0.06, 10% train: +0.15, -0.49, -0.03; 512 features,
+  signal 0.04, 10% train: +0.13, +0.63, -0.31; 512, 0.03, 60% train: +0.40, -1.35, -0.30;
+  ``communities=10,aligned=1`` (cut 17%, cut edges 0.20 homophilous): -0.03, +0.07, +0.19;
+  ``communities=20,aligned=1``: +0.09, +0.18, -0.40. Wider features, more labels or heterophilous
+  cut edges did not separate it either; degree 4-10, homophily 0.6-0.9 and 13-25% cut edges gave
+  -0.4 to +0.7 for single seeds, but for two seeds with 256 / 512 features and 10% train labels
+  (+1.34, +1.56), which the three-seed rows above at similar settings did not repeat.
 """
 from __future__ import annotations
 
@@ -130,8 +108,8 @@ def _preset(about: str, nodes: int, edges: int, features: int, classes: int,
 PRESETS = {
     # The embedded default (`--dataset synthetic`): the measurements above.
     'default': _preset('embedded default: class-aligned communities, weak features, few labels',
-                       20_000, 120_000, 64, 10, 0.773, homophily=0.8, signal=0.13,
-                       communities=32, locality=0.85, aligned=0.5, train=0.05, val=0.2),
+                       20_000, 120_000, 64, 10, 0.78, homophily=0.8, signal=0.15,
+                       communities=32, locality=0.85, aligned=0.7, train=0.05, val=0.2),
     # ogbn-arxiv: 169,343 nodes, 2,315,598 directed edges (1,166,243 raw citations), 128
     # features, 40 classes, edge homophily 0.65; OGB split 53.7% / 17.6% / 28.7%.
     'arxiv-like': _preset('stand-in of ogbn-arxiv\'s size and shape (synthetic, not OGB)',
