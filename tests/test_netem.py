@@ -245,7 +245,9 @@ def test_the_unprivileged_path_runs_in_a_user_namespace(tmp_path, clean):
 def _take_link_down(out, before: set, seconds_down: float | None, when: dict):
     """Once the run has progress (progress.csv) take rank 1's link down inside its namespace
     (`ip link set eth0 down`, as an operator or a failing cable would), for good or for
-    ``seconds_down``."""
+    ``seconds_down``. Records "down" / "up" only when the command worked: a run that ended
+    first (its namespace gone) leaves them unset, so the test fails by its assertion, not by an
+    exception in this thread."""
     deadline = time.monotonic() + 240
     while time.monotonic() < deadline:
         spaces = set(subprocess.run(["ip", "netns", "list"], capture_output=True,
@@ -253,15 +255,16 @@ def _take_link_down(out, before: set, seconds_down: float | None, when: dict):
         ns = [n for n in spaces - before if n.startswith("dg-") and n.endswith("-w1")]
         if ns and (out / "progress.csv").exists():
             break
-        time.sleep(0.2)
+        time.sleep(0.1)
     else:
         return
-    time.sleep(1.0)
-    subprocess.run(["ip", "-n", ns[0], "link", "set", "eth0", "down"], check=True)
-    when["down"] = time.monotonic()
-    if seconds_down is not None:
+    link = ["ip", "-n", ns[0], "link", "set", "eth0"]
+    if subprocess.run([*link, "down"], capture_output=True).returncode == 0:
+        when["down"] = time.monotonic()
+    if seconds_down is not None and "down" in when:
         time.sleep(seconds_down)
-        subprocess.run(["ip", "-n", ns[0], "link", "set", "eth0", "up"], check=True)
+        if subprocess.run([*link, "up"], capture_output=True).returncode == 0:
+            when["up"] = time.monotonic()
 
 
 def _run_with_link_fault(tmp_path, seconds_down, epochs):
@@ -277,8 +280,9 @@ def _run_with_link_fault(tmp_path, seconds_down, epochs):
                 "--epochs", epochs, "--timeout", timeout, "--no-progress", "--out", out,
                 "--emulate-network", "100mbit"], tmp_path / "data", tmp_path, timeout=300)
     fault.join(timeout=10)
-    assert "down" in when, done.stderr[-2000:]
-    return done, out, start + done.seconds - when["down"], timeout  # launcher's exit - link down
+    assert "down" in when, "the run ended before its link went down: " + done.stderr[-2000:]
+    # the launcher's exit - link down; `when` says whether the link came back while the run lived
+    return done, out, start + done.seconds - when["down"], timeout, when
 
 
 @needs_netns
@@ -287,7 +291,7 @@ def test_a_link_taken_down_ends_the_run_with_one_line_naming_it(tmp_path, clean)
     in flight times out (--timeout 10); the run ends with one line that names the lost rank and
     the cause, within the timeout plus the launcher's grace and clean-up; no result, nothing
     half-written, no namespace or process left."""
-    done, out, after, timeout = _run_with_link_fault(tmp_path, None, 100000)
+    done, out, after, timeout, _ = _run_with_link_fault(tmp_path, None, 100000)
     assert done.rc == 1 and done.survivors == [], done.stderr[-2000:]
     line = done.lines[-1]
     assert line.startswith("error: lost worker rank ") and "peer stopped answering" in line, line
@@ -300,7 +304,9 @@ def test_a_link_taken_down_ends_the_run_with_one_line_naming_it(tmp_path, clean)
 @needs_netns
 def test_a_link_back_within_the_timeout_lets_the_run_continue(tmp_path, clean):
     """Down for 3 s, then up (--timeout 10): TCP retransmits, gloo never notices; the run
-    completes."""
-    done, out, _, _ = _run_with_link_fault(tmp_path, 3.0, 60)
+    completes. 1,000 epochs (about 11 ms each here) so that the run is still going when the link
+    comes back up: 60 could end in the second after the first progress.csv."""
+    done, out, _, _, when = _run_with_link_fault(tmp_path, 3.0, 1000)
     assert done.rc == 0 and done.survivors == [], done.stderr[-2000:]
-    assert json.loads((out / "summary.json").read_text())["epochs"] == 60
+    assert "up" in when, "the run ended before the link came back up"
+    assert json.loads((out / "summary.json").read_text())["epochs"] == 1000
