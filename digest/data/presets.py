@@ -37,9 +37,14 @@ this 2-core machine (2026-12-02, nothing else running):
   - ``...,aligned=0.5,signal=0.13``: 79.37 / 80.31 / 78.29, 80.55 / 81.05 / 79.81, 81.91 / 81.67 /
     81.57 (PSGD-PA loses 0.3-1.1; ``--local-steps 10`` 77.16, 78.97, 81.33).
 
-  ``--local-steps 10`` on the default: 76.98, 79.73, 75.50. Every run of this list is in
-  ``results/synthetic_default/`` (run files committed; ``./run_all.sh --suite synthetic_default``,
-  48 runs, 8 minutes here, reran all of them to the digit on 2026-12-03 at 940b68a).
+  ``--local-steps 10`` on the default: 76.98, 79.73, 75.50.
+  - the former default ``preset=unaligned`` (communities independent of the classes): 81.93 /
+    81.68 / 82.42, 82.23 / 82.14 / 82.11, 81.37 / 81.28 / 81.67 (``--local-steps 10`` 82.43,
+    81.65, 81.53): no gap in either form.
+
+  Every run of this list is in ``results/synthetic_default/`` (run files committed;
+  ``./run_all.sh --suite synthetic_default``, 60 runs: it reran the first 48 to the digit on
+  2026-12-03 at 940b68a and added the former default's 12 at 32cda69).
   ``signal`` = 0.15 puts exact at about 80.5% and keeps PSGD-PA's loss above a point on average
   and in two of the three seeds. Partition-based training with gradient all-reduce (the
   ``partition`` default, METHODS.md section 3) loses nothing on any of these graphs: the quick
