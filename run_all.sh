@@ -16,7 +16,8 @@
 #                          found in the data root, missing ones skipped with the reason printed),
 #                          then every other suite but quick (many hours on 2 cores)
 #   ./run_all.sh --check [SUITE]   no training: recompute SUITE's committed tables (default repro)
-#                          from its committed run files and list every difference (exit 1 if any)
+#                          from its committed run files, and its RUNLOG.md and the pages' generated
+#                          blocks (python -m experiments.pages), and list every difference (exit 1 if any)
 #
 # Layout (quick never overwrites the committed full results):
 #   full:  runs in results/runs/<dataset>/<label>_w<M>_s<seed>/, tables in results/ (tables.md and
@@ -65,12 +66,15 @@ python -m experiments.tables --suite "$suite" --runs "$results/runs" --out "$res
   --network "$network" || status=1
 python -m experiments.plots --suite "$suite" --runs "$results/runs" --out "$plots" \
   --network "$network" || status=1
+# RUNLOG.md and the generated blocks of the suite's README, results/README.md and README.md
+python -m experiments.pages --suite "$suite" || status=1
 
 echo
 echo "run_all.sh ($suite suite) finished in $((SECONDS - start)) s"
 echo "  runs:   $results/runs/<dataset>/<label>_w<M>_s<seed>/ (metrics.csv, summary.json, log.txt)"
 echo "  tables: $results/tables.md and $results/*.csv"
 echo "  plots:  $plots/*.png"
+echo "  pages:  $results/RUNLOG.md (what ran, when, at which commit) and the generated blocks"
 if [ -z "${1:-}" ]; then  # the full reproduction: then every other suite but quick
   for other in experiments/configs/*.yaml; do
     name="$(basename "$other" .yaml)"

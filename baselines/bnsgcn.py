@@ -1,4 +1,4 @@
-"""BNS-GCN (METHODS.md section 8.2; Wan et al., MLSys 2022): random boundary-node sampling.
+"""BNS-GCN (docs/methods.md section 8.2; Wan et al., MLSys 2022): random boundary-node sampling.
 
 Every step each owner m samples, for each peer j, floor(p |B_mj|) of the boundary rows it would
 send to j (B_mj = m's rows in j's halo), uniformly without replacement, and sends only those, in
@@ -6,8 +6,8 @@ ONE all-to-all with the reduced counts; only their gradients come back. The same
 every hidden layer of the step.
 
 Which rows: drawn from a generator seeded by (seed, step, owner, peer), which sender and receiver
-both evaluate, so no index crosses the wire and none is counted *(choice, METHODS.md: "from a seed
-shared by sender and receiver")*. Bytes are the sampled rows only.
+both evaluate, so no index crosses the wire and none is counted *(choice, docs/methods.md: "from a
+seed shared by sender and receiver")*. Bytes are the sampled rows only.
 
 What the receiver does with the rows it did not get (they and their edges are left out of its
 local graph for the step):
@@ -18,8 +18,8 @@ local graph for the step):
   exactly the edge left out, with the normalisation of the full graph, as the reference code's
   GraphSAGE (its ``in_deg`` is the full graph's). Received rows are scaled by |B_mj| / s_mj
   (s_mj = rows sampled), and by autograd their gradients by the same factor on the way back, which
-  is the reference code's ``ratio`` (= p when p |B_mj| is an integer; *(reference code)*, METHODS.md
-  says 1/p), so the aggregation is unbiased.
+  is the reference code's ``ratio`` (= p when p |B_mj| is an integer; *(reference code)*,
+  docs/methods.md says 1/p), so the aggregation is unbiased.
 - GAT: attention would give a zero row a weight, so the edges of unsampled halo rows are removed
   from the edge list the layer reads (a forward pre-hook on each hidden GATConv, active only for
   this policy's training forward), and rows are NOT rescaled *(choice)*: the softmax renormalises
@@ -44,12 +44,12 @@ import numpy as np
 import torch
 from torch import Tensor
 
-from digest import comm
+from digest.runtime import comm
 from digest.config import Options, option
-from digest.halo import HaloPlan, HaloPolicy, exchange
+from digest.policies.halo import HaloPlan, HaloPolicy, exchange
 from digest.methods import register
 from digest.models.gat import GAT
-from digest.params import ParamOptions, make_param_policy
+from digest.policies.params import ParamOptions, make_param_policy
 
 
 @dataclass

@@ -1,9 +1,9 @@
-"""Partition-based training, Cluster-GCN style / PSGD-PA (METHODS.md section 3): every cut edge is
-dropped, each worker trains on its induced subgraph (induced-degree normalisation); only
+"""Partition-based training, Cluster-GCN style / PSGD-PA (docs/methods.md section 3): every cut edge
+is dropped, each worker trains on its induced subgraph (induced-degree normalisation); only
 parameters are synchronised (gradient all-reduce, or averaging every --local-steps K)."""
-from digest.halo import NoHalo
+from digest.policies.halo import NoHalo
 from digest.methods import register
-from digest.params import ParamOptions, make_param_policy
+from digest.policies.params import ParamOptions, make_param_policy
 
 
 @register("partition", "partition-based (Cluster-GCN / PSGD-PA): cut edges dropped, no halo traffic",

@@ -1,4 +1,4 @@
-"""PipeGCN (METHODS.md section 8.1; Wan et al., ICLR 2022): one-step-stale halo features AND
+"""PipeGCN (docs/methods.md section 8.1; Wan et al., ICLR 2022): one-step-stale halo features AND
 halo gradients, exchanged without blocking so that the exchange overlaps computation.
 
 Hidden layer l >= 1 at step t reads the halo rows their owners computed at step t-1. As soon as
@@ -12,10 +12,10 @@ autograd Function (``_PipeHalo``): forward returns the stale rows, backward star
 this step's halo gradient and returns last step's received gradient for the inner rows.
 
 Step 0 reads halo rows from one exact forward pass (no dropout) before it, as DIGEST's store fill,
-and receives no gradient *(choice, METHODS.md)*. That fill is one extra forward exchange, counted
-as ``halo_fwd`` of epoch 0; from step 1 on, bytes per step equal exact's (each hidden layer's
-boundary rows forward and halo gradients backward). The last step's sends are waited for at its
-end (nothing is left in flight when training stops), so its ``comm_wait`` is not hidden.
+and receives no gradient *(choice, docs/methods.md)*. That fill is one extra forward exchange,
+counted as ``halo_fwd`` of epoch 0; from step 1 on, bytes per step equal exact's (each hidden
+layer's boundary rows forward and halo gradients backward). The last step's sends are waited for at
+its end (nothing is left in flight when training stops), so its ``comm_wait`` is not hidden.
 
 Smoothing ``--pipe-smoothing GAMMA`` (0 = off, the default; 0.95 in the reference code): an
 exponential average avg <- GAMMA avg + (1 - GAMMA) received, kept separately for features and
@@ -40,11 +40,11 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor
 
-from digest import comm
+from digest.runtime import comm
 from digest.config import Options, option
-from digest.halo import HaloPlan, HaloPolicy, exchange
+from digest.policies.halo import HaloPlan, HaloPolicy, exchange
 from digest.methods import register
-from digest.params import ParamOptions, make_param_policy
+from digest.policies.params import ParamOptions, make_param_policy
 
 
 @dataclass
@@ -80,10 +80,11 @@ class PipeHalo(HaloPolicy):
     computed this step), ``sent[l]`` (halo gradient ``[n_halo, F]`` sent back this step),
     ``added[l]`` (boundary gradient ``[S, F]`` in send order added this step, none at step 0)."""
 
-    def __init__(self, part, plan: HaloPlan, model, cfg):
+    def __init__(self, part, plan: HaloPlan, model, cfg, gamma: float | None = None):
         super().__init__(part, plan)
         self.model = model
-        self.gamma = float(cfg.options.pipe_smoothing)
+        # gamma: the smoothing, by default --pipe-smoothing (Sylvie, built on this class, has none)
+        self.gamma = float(cfg.options.pipe_smoothing if gamma is None else gamma)
         self.last = cfg.optim.epochs - 1
         self.alone = comm.world_size() == 1 and not sum(plan.recv_counts)
         self.feat: dict[int, object] = {}
@@ -119,17 +120,26 @@ class PipeHalo(HaloPolicy):
         mine = h_inner.detach()
         self.latest[layer] = mine
         # this step's boundary rows leave now; the next step waits for them
-        self.feat[layer] = comm.all_to_all_rows_async(mine.index_select(0, plan.send_flat),
-                                                      plan.send_counts, plan.recv_counts,
-                                                      "halo_fwd")
+        self.feat[layer] = self._send_feat(layer, mine.index_select(0, plan.send_flat))
         return _PipeHalo.apply(h_inner, rows, self, layer)
+
+    def _send_feat(self, layer: int, rows: Tensor) -> comm.Pending:
+        """Start sending boundary rows ``[S, F]`` (send order) of ``layer``; a subclass may
+        encode them (Sylvie: quantised), its ``Pending`` then returns decoded rows."""
+        plan = self.plan
+        return comm.all_to_all_rows_async(rows, plan.send_counts, plan.recv_counts, "halo_fwd")
+
+    def _send_grad(self, layer: int, grad_halo: Tensor) -> comm.Pending:
+        """Start sending the halo gradient ``[n_halo, F]`` of ``layer`` back to the owners."""
+        plan = self.plan
+        return comm.all_to_all_rows_async(grad_halo, plan.recv_counts, plan.send_counts,
+                                          "halo_bwd")
 
     def _backward(self, layer: int, grad_halo: Tensor, shape) -> Tensor | None:
         plan = self.plan
         before = self.grad.get(layer)  # step t-1's halo gradient for my boundary rows (or none)
         self.sent[layer] = grad_halo = grad_halo.contiguous()
-        self.grad[layer] = comm.all_to_all_rows_async(grad_halo, plan.recv_counts,
-                                                      plan.send_counts, "halo_bwd")
+        self.grad[layer] = self._send_grad(layer, grad_halo)
         if before is None:  # step 0: no incoming gradient
             return None
         g = self._smooth(self.grad_avg, layer, self._resolve(before))

@@ -1,4 +1,4 @@
-"""Row-wise stochastic quantisation of exchanged rows (AdaQP, METHODS.md section 8.4).
+"""Row-wise stochastic quantisation of exchanged rows (AdaQP, docs/methods.md section 8.4).
 
 Each row x of F values is mapped to b-bit integers with its own offset lo = min(x) and scale
 s = (max(x) - lo) / (2^b - 1): q = floor((x - lo) / s + u), u ~ U[0, 1) drawn per value, so that
@@ -13,6 +13,16 @@ assignment weighs blocks of rows by that bound's numerator.
 
 Random draws come from a generator seeded by the caller (AdaQP: by (run seed, step, layer,
 direction, rank)), on the rows' device, so a run and its resumption draw the same roundings.
+
+Sylvie (docs/methods.md section 10.2, baselines/sylvie.py) uses the same code at b = 1 (eight values
+per byte: each value becomes its row's min or max, P(max) = (x - min) / (max - min)) and may send
+the two row parameters as bfloat16 (``params=torch.bfloat16``, 4 bytes per row instead of 8). A
+narrower parameter is rounded OUTWARD before quantising (lo down, scale up, so lo' <= min and
+lo' + (2^b - 1) s' >= max) and the values are quantised against the rounded lo' and s', i.e.
+against exactly what the receiver reads: the reconstruction stays unbiased (rounding lo and s
+after quantising, as the reference code's half-precision parameters do, would bias it by up to
+the parameters' rounding error). The price: the two levels of a 1-bit row are lo' and
+lo' + s', up to 2^-8 of the row's range outside its min and max.
 """
 from __future__ import annotations
 
@@ -21,8 +31,15 @@ import math
 import torch
 from torch import Tensor
 
-BITS = (2, 4, 8)
+BITS = (2, 4, 8)  # AdaQP's widths (its --quant-bits and the adaptive assignment's steps)
+ALL_BITS = (1, 2, 4, 8)  # what quantize / pack accept (Sylvie's default is 1)
 PARAM_BYTES = 8  # lo and scale, two float32 per row
+PARAM_DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16}
+
+
+def param_bytes(params=torch.float32) -> int:
+    """Bytes of one row's two parameters (lo and scale) in dtype ``params``."""
+    return 2 * torch.empty(0, dtype=params).element_size()
 
 
 def packed_width(features: int, bits: int) -> int:
@@ -30,9 +47,9 @@ def packed_width(features: int, bits: int) -> int:
     return math.ceil(features * bits / 8)
 
 
-def wire_width(features: int, bits: int) -> int:
+def wire_width(features: int, bits: int, params=torch.float32) -> int:
     """Bytes of one row on the wire: packed values plus its offset and scale."""
-    return packed_width(features, bits) + PARAM_BYTES
+    return packed_width(features, bits) + param_bytes(params)
 
 
 def generator(seed: int, device) -> torch.Generator:
@@ -47,19 +64,36 @@ def mix(*parts: int) -> int:
     return out
 
 
+def outward(t: Tensor, dtype, down: bool) -> Tensor:
+    """float32 ``t`` rounded to the nearest value of ``dtype`` below (``down``) or above it,
+    returned as float32 (exactly representable in ``dtype``)."""
+    if dtype == torch.float32:
+        return t
+    r = t.to(dtype)
+    wrong = r.float() > t if down else r.float() < t
+    if bool(wrong.any()):
+        toward = torch.full_like(r, float("-inf") if down else float("inf"))
+        r = torch.where(wrong, torch.nextafter(r, toward), r)
+    return r.float()
+
+
 def quantize(x: Tensor, bits: int, gen: torch.Generator | None = None,
-             stochastic: bool = True) -> tuple[Tensor, Tensor, Tensor]:
+             stochastic: bool = True, params=torch.float32) -> tuple[Tensor, Tensor, Tensor]:
     """``x [R, F]`` -> (q uint8 ``[R, F]`` in 0..2^b-1, lo float32 ``[R]``, scale float32 ``[R]``).
-    ``stochastic=False`` rounds to nearest (biased; for tests and comparisons only)."""
-    if bits not in BITS:
-        raise ValueError(f"quantisation to {bits} bits: choose from {BITS}")
+    ``stochastic=False`` rounds to nearest (biased; for tests and comparisons only). ``params``:
+    the dtype lo and scale travel in; narrower than float32 they are rounded outward first and
+    the values quantised against the rounded ones (module docstring), so lo and scale are
+    exactly representable in ``params``."""
+    if bits not in ALL_BITS:
+        raise ValueError(f"quantisation to {bits} bits: choose from {ALL_BITS}")
     x = x.detach().float()
     levels = 2 ** bits - 1
     if x.size(0) == 0:
         empty = x.new_empty(0)
         return torch.empty(x.shape, dtype=torch.uint8, device=x.device), empty, empty
     lo, hi = torch.aminmax(x, dim=1)
-    scale = (hi - lo) / levels
+    lo = outward(lo, params, down=True)
+    scale = outward((hi - lo) / levels, params, down=False)
     safe = torch.where(scale > 0, scale, torch.ones_like(scale))  # constant row: q = 0, x = lo
     v = (x - lo[:, None]) / safe[:, None]  # in [0, levels] up to round-off
     if stochastic:
@@ -117,15 +151,22 @@ def unpack(packed: Tensor, bits: int, features: int) -> Tensor:
     return torch.stack(parts, -1).view(packed.size(0), packed.size(1) * per)[:, :features]
 
 
-def encode(x: Tensor, bits: int, gen: torch.Generator | None = None) -> Tensor:
-    """Rows ``[R, F]`` -> the wire tensor uint8 ``[R, ceil(F b / 8) + 8]``."""
-    q, lo, scale = quantize(x, bits, gen)
-    params = torch.stack([lo, scale], 1).contiguous().view(torch.uint8)  # [R, 8]
-    return torch.cat([pack(q, bits), params], 1)
+def to_wire(q: Tensor, lo: Tensor, scale: Tensor, bits: int, params=torch.float32) -> Tensor:
+    """``quantize``'s output -> the wire tensor uint8 ``[R, ceil(F b / 8) + param_bytes]``."""
+    p = torch.stack([lo, scale], 1).to(params).contiguous().view(torch.uint8)  # [R, 2 size]
+    return torch.cat([pack(q, bits), p], 1)
 
 
-def decode(wire: Tensor, bits: int, features: int, dtype=torch.float32) -> Tensor:
-    """The wire tensor ``[R, ceil(F b / 8) + 8]`` -> dequantised rows ``[R, F]``."""
-    nb = packed_width(features, bits)
-    params = wire.new_empty(wire.size(0), PARAM_BYTES).copy_(wire[:, nb:]).view(torch.float32)
-    return dequantize(unpack(wire[:, :nb], bits, features), params[:, 0], params[:, 1], dtype)
+def encode(x: Tensor, bits: int, gen: torch.Generator | None = None,
+           params=torch.float32) -> Tensor:
+    """Rows ``[R, F]`` -> the wire tensor uint8 ``[R, ceil(F b / 8) + 8]`` (``params`` float32;
+    bfloat16: ``+ 4``)."""
+    return to_wire(*quantize(x, bits, gen, params=params), bits, params)
+
+
+def decode(wire: Tensor, bits: int, features: int, dtype=torch.float32,
+           params=torch.float32) -> Tensor:
+    """The wire tensor ``[R, ceil(F b / 8) + param_bytes]`` -> dequantised rows ``[R, F]``."""
+    nb, pb = packed_width(features, bits), param_bytes(params)
+    p = wire.new_empty(wire.size(0), pb).copy_(wire[:, nb:]).view(params).float()
+    return dequantize(unpack(wire[:, :nb], bits, features), p[:, 0], p[:, 1], dtype)

@@ -1,4 +1,4 @@
-"""SANCUS (METHODS.md section 8.3): staleness-aware skipping of halo broadcasts.
+"""SANCUS (docs/methods.md section 8.3): staleness-aware skipping of halo broadcasts.
 
 Every worker keeps, per exchanged layer l >= 1 and per peer, the boundary block it last SENT to
 that peer (owner side) and the halo block it last RECEIVED from it (receiver side; both sides hold
@@ -20,6 +20,15 @@ it did not change at all, so training is exact.
 State in metrics.csv: ``sent_fraction`` (blocks sent / (layer, peer) blocks this worker owns, this
 step), ``staleness_repr`` and ``staleness_repr_max`` (mean and largest age, in steps, of the halo
 blocks this worker read this step; 0 = fresh); each the mean over workers (records.combine).
+
+The dropout noise floor of the skip test (docs/methods.md section 8.3; how and when:
+noise_floor.py): the drift compares training-mode rows, which two forward passes with the same
+parameters and different dropout masks already set apart, so an EPS below that floor sends every
+block at every step. Measured before step 0 and before the last step, in the rows of those steps
+only: ``noise_floor_l<l>`` (layer l: ||a - b|| / ||b|| over all the boundary rows this worker sends,
+every block of that layer at once) and ``noise_floor_min`` (the smallest floor of any single
+(layer, peer) block this worker owns: with EPS under it, dropout alone re-sends every block),
+each the mean over workers. At dropout 0 both are 0.
 """
 from __future__ import annotations
 
@@ -28,11 +37,13 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor
 
-from digest import comm
+from digest.runtime import comm
+
+from .noise_floor import boundary_draws, probe_steps, relative
 from digest.config import Options, option
-from digest.halo import HaloPlan, HaloPolicy
+from digest.policies.halo import HaloPlan, HaloPolicy
 from digest.methods import register
-from digest.params import ParamOptions, make_param_policy
+from digest.policies.params import ParamOptions, make_param_policy
 
 
 @dataclass
@@ -86,8 +97,11 @@ class SkipHalo(HaloPolicy):
     """Fresh halo rows per (layer, peer) block only when the owner's block drifted by more than
     EPS or reached the staleness bound; cached blocks otherwise; gradients always sent back."""
 
-    def __init__(self, part, plan: HaloPlan, cfg):
+    def __init__(self, part, plan: HaloPlan, cfg, model=None):
         super().__init__(part, plan)
+        self.model, self.seed = model, cfg.seed
+        self.probes = probe_steps(cfg.optim.epochs) if model is not None else set()
+        self.floor: dict[str, float | None] = {}  # this step's noise-floor columns (probe steps)
         self.eps, self.bound = float(cfg.options.skip_threshold), int(cfg.options.max_staleness)
         dev = plan.send_flat.device
         self.send_ranges = _ranges(plan.send_counts)  # in send_flat, by peer
@@ -110,6 +124,18 @@ class SkipHalo(HaloPolicy):
 
     def before_step(self, step, forward):
         self.step, self._sent, self._owned, self._ages = step, 0, 0, []
+        self.floor = self.noise_floor(step, forward) if step in self.probes else {}
+
+    def noise_floor(self, step, forward) -> dict[str, float | None]:
+        """The skip test's drift between two mask draws at this step's parameters (module doc)."""
+        a, b = boundary_draws(self.model, forward, self.plan, self.seed, step)
+        out, blocks = {}, []
+        for layer in sorted(b):
+            out[f"noise_floor_l{layer}"] = relative(a[layer], b[layer])
+            blocks += [relative(a[layer][lo:hi], b[layer][lo:hi])
+                       for lo, hi in self.send_ranges if hi > lo]
+        out["noise_floor_min"] = min(blocks) if blocks else None
+        return out
 
     # -- the decision (owner side) ------------------------------------------------------------
     @torch.no_grad()
@@ -165,7 +191,7 @@ class SkipHalo(HaloPolicy):
         ages = self._ages
         return {"sent_fraction": self._sent / self._owned if self._owned else None,
                 "staleness_repr": sum(ages) / len(ages) if ages else None,
-                "staleness_repr_max": max(ages) if ages else None}
+                "staleness_repr_max": max(ages) if ages else None, **self.floor}
 
     def state_dict(self):
         return {"sent": self.sent, "skips": self.skips, "cache": self.cache, "age": self.age}
@@ -185,4 +211,4 @@ def _positions(ranges: list[tuple[int, int]], on: dict[int, bool], device) -> Te
           "than --skip-threshold or reached --max-staleness; gradients always sent back",
           options=(SancusOptions, ParamOptions))
 def sancus(cfg, part, plan, model):
-    return SkipHalo(part, plan, cfg), make_param_policy(cfg)
+    return SkipHalo(part, plan, cfg, model), make_param_policy(cfg)

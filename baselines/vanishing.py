@@ -1,4 +1,5 @@
-"""DIGEST with staleness that vanishes (METHODS.md section 8.5; our own, never reported as DIGEST).
+"""DIGEST with staleness that vanishes (docs/methods.md section 8.5; our own, never reported as
+DIGEST).
 
 DIGEST keeps its halo rows up to I steps stale for the whole run; VARCO's convergence argument is
 that the communication error must vanish as training ends. ``--sync-schedule`` decides after
@@ -14,6 +15,14 @@ each step whether to sync the store (the step's own rows out, the halo's in: DIG
   worker, never later than I steps. *(choice)* The synchronous store sync is one collective
   all-to-all, so the workers decide together: one all-reduce of their drifts (max) per step,
   counted as ``store`` bytes. TAU = 0 syncs every step.
+
+The drift schedule's dropout noise floor (docs/methods.md sections 8.3/8.5; how and when:
+noise_floor.py): the drift compares training-mode rows, which two forward passes with the same
+parameters and different dropout masks already set apart, so a TAU below that floor syncs at every
+step. Measured before step 0 and before the last step (drift schedule only), in the rows of those
+steps: ``noise_floor`` (the criterion's own quantity: every hidden layer's boundary rows side by
+side) and ``noise_floor_l<l>`` (layer l alone), each the largest over the workers, as the decision
+takes the largest drift. At dropout 0 both are 0.
 """
 from __future__ import annotations
 
@@ -22,11 +31,13 @@ from dataclasses import dataclass
 
 import torch
 
-from digest import comm
+from digest.runtime import comm
 from digest.config import Options, option
 from digest.methods import register
-from digest.params import ParamOptions, make_param_policy
-from digest.store import StaleHalo, StoreOptions
+from digest.policies.params import ParamOptions, make_param_policy
+from digest.policies.store import StaleHalo, StoreOptions
+
+from .noise_floor import boundary_draws, probe_steps, relative
 
 
 @dataclass
@@ -109,13 +120,34 @@ class VanishingHalo(Scheduled, StaleHalo):
     def __init__(self, part, plan, model, cfg):
         super().__init__(part, plan, model, cfg)
         self.init_schedule(cfg)
-        self.epochs = cfg.optim.epochs
+        self.epochs, self.seed = cfg.optim.epochs, cfg.seed
+        self.probes = probe_steps(self.epochs) if self.schedule == "drift" else set()
+        self.floor: dict[str, float] = {}  # this step's noise-floor columns (probe steps)
 
     def before_step(self, step, forward):
         filling = not self.store
         super().before_step(step, forward)
         if filling:  # the fill's rows are the first push
             self.pushed_at(step - 1)
+        self.floor = self.noise_floor(step, forward) if step in self.probes else {}
+
+    def noise_floor(self, step, forward) -> dict[str, float]:
+        """The drift criterion between two mask draws at this step's parameters (module doc),
+        the largest over the workers."""
+        a, b = boundary_draws(self.model, forward, self.plan, self.seed, step)
+        layers = sorted(b)
+        if not layers:  # no hidden layer is exchanged (the same on every worker)
+            return {}
+        side = [torch.cat([d[l] for l in layers], 1) for d in (a, b)]  # as boundary_rows()
+        both = [relative(*side)]
+        both += [relative(a[l], b[l]) for l in layers]
+        worst = comm.all_reduce_(torch.tensor([v or 0.0 for v in both], dtype=torch.float64),
+                                 None, op=comm.dist.ReduceOp.MAX).tolist()
+        return {"noise_floor": worst[0],
+                **{f"noise_floor_l{l}": v for l, v in zip(layers, worst[1:])}}
+
+    def state(self):
+        return {**super().state(), **self.floor}
 
     def due(self, step: int) -> bool:
         def agree(mine):  # the sync is collective: the largest drift of any worker decides

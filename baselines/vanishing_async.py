@@ -1,5 +1,5 @@
-"""DIGEST-A with staleness that vanishes (METHODS.md section 8.5: "and DIGEST-A where it applies";
-our own, never reported as DIGEST-A).
+"""DIGEST-A with staleness that vanishes (docs/methods.md section 8.5: "and DIGEST-A where it
+applies"; our own, never reported as DIGEST-A).
 
 The schedules of baselines/vanishing.py, decided by each worker alone after each of its own
 steps, since DIGEST-A has no collective while it trains. A sync is DIGEST-A's: push this worker's
@@ -17,10 +17,10 @@ boundary rows to the server's store, pull the newer halo blocks it holds.
 """
 from __future__ import annotations
 
-from digest import comm
+from digest.runtime import comm
 from digest.asynchronous import AsyncClient, AsyncParamPolicy, AsyncStaleHalo, AsyncTrainer
 from digest.methods import register
-from digest.store import StoreOptions
+from digest.policies.store import StoreOptions
 
 from .vanishing import ScheduleOptions, Scheduled, interval_for
 

@@ -1,6 +1,6 @@
-"""VARCO (METHODS.md section 5): the exact halo exchange with each compressed layer's boundary rows
-encoded to k = ceil(F / r(t)) columns before sending and decoded on arrival. Gradients flow back
-through the same k-wide exchange, so forward and backward bytes both shrink by ~r(t).
+"""VARCO (docs/methods.md section 5): the exact halo exchange with each compressed layer's boundary
+rows encoded to k = ceil(F / r(t)) columns before sending and decoded on arrival. Gradients flow
+back through the same k-wide exchange, so forward and backward bytes both shrink by ~r(t).
 
 Which layers (``--comp-layers``, default): every exchanged layer except the last layer's input,
 i.e. l = 1..L-2 (the reference code compresses layer i's input for i < L-1; its layer 0, the input
@@ -13,10 +13,10 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from digest.compress import CompressionOptions, compressor_factory, parse_layers, width
-from digest.halo import HaloPlan, HaloPolicy, exchange
+from digest.policies.compress import CompressionOptions, compressor_factory, parse_layers, width
+from digest.policies.halo import HaloPlan, HaloPolicy, exchange
 from digest.methods import register
-from digest.params import ParamOptions, make_param_policy
+from digest.policies.params import ParamOptions, make_param_policy
 
 
 class CompressedHalo(HaloPolicy):

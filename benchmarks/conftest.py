@@ -1,4 +1,4 @@
-"""pytest-benchmark micro-benchmarks (issue 7). Not part of the default test run (pytest.ini's
+"""pytest-benchmark micro-benchmarks (docs/performance.md). Not part of the default test run (pytest.ini's
 testpaths is tests/); run them with
 
     . scripts/env.sh && python -m pytest benchmarks --benchmark-only

@@ -16,7 +16,8 @@ def _serve(conn, rank: int, world: int, port: int, make, args: tuple, sys_path: 
         warnings.filterwarnings("ignore")
         import torch
 
-        from digest import comm, metrics, perf
+        from digest.runtime import comm, perf
+        from digest.training import metrics
         rt = comm.setup(120.0, "cpu")
         # as cli.worker: the node's cores shared by its workers, allocator tuned
         torch.set_num_threads(max(1, metrics.available_cores() // world))
@@ -39,7 +40,7 @@ class WorkerGroup:
     ``fn(*a)`` on every rank and returns the results by rank."""
 
     def __init__(self, world: int, make, *args):
-        from digest.launch import free_port
+        from digest.runtime.launch import free_port
         ctx = mp.get_context("spawn")
         port = free_port()
         self.conns, self.procs = [], []

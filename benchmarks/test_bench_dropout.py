@@ -23,7 +23,7 @@ def _step(drop, x):
 @pytest.mark.parametrize("kind", ["lanes", "bernoulli"])
 def test_dropout_fwd_bwd(benchmark, shape, kind):
     from digest.models.dropout import dropout
-    from digest.perf import tune_allocator
+    from digest.runtime.perf import tune_allocator
     tune_allocator()  # as a worker runs (python -m digest train)
     torch.manual_seed(0)
     x = torch.randn(shape, requires_grad=True)

@@ -16,7 +16,7 @@ METHODS = ["exact", "digest", "partition", "varco"]
 @pytest.mark.parametrize("world", [1, 2, 4])
 @pytest.mark.parametrize("method", METHODS)
 def test_epoch(benchmark, data_root, method, world):
-    from digest.cache import prepare_partition
+    from digest.data.cache import prepare_partition
     from digest.config import TrainConfig
     cfg = TrainConfig.of(dataset=DATASET, method=method, workers=world, progress=False)
     part_dir = prepare_partition(DATASET, world, cfg.data.partitioner, cfg.seed, data_root, cfg.data.sparse)
@@ -33,7 +33,7 @@ def test_epoch_plain_pyg_reference(benchmark, data_root, adjacency):
     import torch
 
     from digest.data import load_dataset
-    from digest.metrics import available_cores
+    from digest.training.metrics import available_cores
     from experiments.reference import plain_step_fn
     torch.set_num_threads(available_cores())
     graph = load_dataset(DATASET, data_root)

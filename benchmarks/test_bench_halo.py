@@ -13,7 +13,7 @@ LOOP = 20
 
 @pytest.mark.parametrize("world", [2, 4])
 def test_halo_exchange_throughput(benchmark, data_root, world):
-    from digest.cache import load_manifest, prepare_partition
+    from digest.data.cache import load_manifest, prepare_partition
     part_dir = prepare_partition(GRAPH, world, "metis", 0, data_root)
     seconds, sent = [], []
 

@@ -9,8 +9,9 @@ def make_exchange(rt, part_dir: str, width: int):
     between two barriers; returns (bytes this worker sent to others, seconds)."""
     import torch
 
-    from digest import cache, comm
-    from digest.halo import HaloPlan, exchange
+    from digest.data import cache
+    from digest.runtime import comm
+    from digest.policies.halo import HaloPlan, exchange
     part = cache.load_part(part_dir, rt.rank)
     plan = HaloPlan.of(part)
     h = torch.randn(part.n_inner, width)
@@ -30,10 +31,10 @@ def make_exchange(rt, part_dir: str, width: int):
 
 def make_trainer(rt, cfg_dict: dict, part_dir: str):
     """``step()``: one training step (epoch) of the method in ``cfg_dict``."""
-    from digest import cache
+    from digest.data import cache
     from digest.cli import import_methods
     from digest.config import TrainConfig
-    from digest.trainer import Trainer
+    from digest.training.trainer import Trainer
 
     methods = import_methods()
     cfg = TrainConfig.of(**cfg_dict)

@@ -13,14 +13,21 @@ import sys
 import time
 from pathlib import Path
 
+import baselines  # noqa: F401  (registers the baselines on import; the only import of baselines/)
+
+from . import asynchronous  # noqa: F401  (DIGEST-A, rpc based)
 from . import config as config_mod
+from . import flags, methods
 from .config import PARTITIONERS, TrainConfig
-
-USAGE, FAILURE = 2, 1
-
-
-class UsageError(ValueError):
-    """A bad flag or value: exit status 2."""
+from .data import SIZES, DatasetError, cache, check_memory, list_datasets, parse_spec
+from .data.cache import CacheError, load_manifest, prepare_partition
+from .data.partition import PartitionError
+from .errors import FAILURE, USAGE, UsageError
+from .runtime import comm, netem, perf, placement
+from .runtime.launch import (WorkerFailed, interrupt_once, launch, launch_emulated, prestart,
+                             under_torchrun)
+from .training import checkpoint, metrics
+from .training.trainer import Trainer
 
 
 class _Parser(argparse.ArgumentParser):
@@ -34,10 +41,6 @@ def import_methods():
     """Register every method: digest's own, the baselines (the only import of baselines/), then
     the modules named in ``DIGEST_PLUGINS`` (comma-separated module names or ``.py`` paths: a
     method of your own without editing this repository; workers inherit the variable)."""
-    from . import methods
-    import baselines  # noqa: F401  (registers the baselines on import)
-
-    from . import asynchronous  # noqa: F401  (DIGEST-A, rpc based)
     for spec in filter(None, os.environ.get("DIGEST_PLUGINS", "").split(",")):
         _module(spec.strip())
     return methods
@@ -62,15 +65,11 @@ def _module(spec: str):
 
 def _errors():
     """Exception types that mean "the user's data or request is wrong", with their exit status."""
-    from .cache import CacheError
-    from .data import DatasetError
-    from .partition import PartitionError
     return {UsageError: USAGE, PartitionError: USAGE, DatasetError: FAILURE, CacheError: FAILURE,
             FileNotFoundError: FAILURE, ValueError: FAILURE, MemoryError: FAILURE}
 
 
 def cmd_datasets(args) -> int:
-    from .data import list_datasets
     rows = list_datasets(args.data_root)
     width = max(len(r["name"]) for r in rows)
     for r in rows:
@@ -80,7 +79,6 @@ def cmd_datasets(args) -> int:
 
 
 def cmd_partition(args) -> int:
-    from .cache import load_manifest, prepare_partition
     _check_dataset(args.dataset, args.parts)
     t0 = time.perf_counter()
     directory = prepare_partition(args.dataset, args.parts, args.partitioner, args.seed,
@@ -108,14 +106,13 @@ def worker(cfg_dict: dict, part_dir: str | None, out_dir: str) -> dict | None:
     """Body of every worker process (spawned by the launcher or started by torchrun)."""
     import torch
 
-    from . import cache, comm, metrics, netem, perf
-    from .trainer import Trainer
-
     methods = import_methods()
     cfg = TrainConfig.of(**cfg_dict)
     rt = comm.setup(cfg.runtime.timeout, cfg.runtime.device)
     threads = max(1, metrics.available_cores() // rt.local_world_size)
     torch.set_num_threads(threads)  # workers share the node's cores instead of oversubscribing
+    machine = metrics.machine(rt.world_size, rt.local_world_size, threads)  # before pinning
+    machine.update(placement.pin(rt.local_rank, rt.local_world_size, cfg.runtime.pin_workers))
     perf.tune_allocator()  # large tensors reuse heap memory instead of fresh mmaps (perf.py)
     try:
         if part_dir is None:  # torchrun: every rank asks; the cache lock lets one build it
@@ -126,7 +123,7 @@ def worker(cfg_dict: dict, part_dir: str | None, out_dir: str) -> dict | None:
         trainer = trainer_cls(cfg, rt, part, hooks=epoch_hooks())
         extra = {"config": cfg.flat(), "dataset": manifest.get("graph", {}),
                  "partition": manifest.get("stats", {}), "partition_cache": part_dir,
-                 "machine": metrics.machine(rt.world_size, rt.local_world_size, threads),
+                 "machine": machine,
                  "versions": metrics.versions(), "git_commit": metrics.git_commit(),
                  "backend": rt.backend, "world_size": rt.world_size,
                  "command": " ".join(["python -m digest"] + sys.argv[1:]),
@@ -137,7 +134,6 @@ def worker(cfg_dict: dict, part_dir: str | None, out_dir: str) -> dict | None:
 
 
 def _prepare(cfg: TrainConfig, world: int):
-    from .cache import prepare_partition
     d = cfg.data
     return prepare_partition(d.dataset, world, d.partitioner, cfg.seed, d.data_root, d.sparse)
 
@@ -157,7 +153,6 @@ def _check_dataset(spec: str, parts: int | None = None, flag: str = "--parts") -
     """A dataset name or option the registry rejects, or more parts than nodes, is a usage error
     (2); a dataset this machine cannot hold is refused with the memory estimate (1), before
     anything is generated or read."""
-    from .data import SIZES, DatasetError, check_memory, parse_spec
     try:
         info, opts = parse_spec(spec)
     except DatasetError as e:
@@ -171,7 +166,6 @@ def _check_dataset(spec: str, parts: int | None = None, flag: str = "--parts") -
 def _resume_config(cfg: TrainConfig, given: dict, world: int | None) -> TrainConfig:
     """``--resume DIR`` continues the run saved there with ITS settings: a flag left out is
     taken from the checkpoint; a key setting given with another value is refused (one line)."""
-    from . import checkpoint
     saved = checkpoint.read_config(cfg.runtime.resume)
     now = cfg.flat()
     changed = checkpoint.differences(saved, now, sorted(given))
@@ -183,8 +177,7 @@ def _resume_config(cfg: TrainConfig, given: dict, world: int | None) -> TrainCon
     if changed:
         raise UsageError(f"--resume {cfg.runtime.resume}: the run was started with other settings "
                          f"({', '.join(changed)}); leave those flags out to continue it")
-    from .flags import all_flags
-    inherited = {k: v for k, v in saved.items() if k in all_flags() and k not in ("out", "resume")}
+    inherited = {k: v for k, v in saved.items() if k in flags.all_flags() and k not in ("out", "resume")}
     if world is None:
         inherited["workers"] = saved_world
     return TrainConfig.of(**{**inherited, **given})
@@ -195,9 +188,6 @@ WORKER_MODULES = ("baselines", "digest.asynchronous")
 
 
 def cmd_train(args) -> int:
-    from .launch import interrupt_once, launch, prestart, under_torchrun
-
-    from . import flags
     given = flags.given(args)
     try:
         cfg = TrainConfig.of(**given)
@@ -210,12 +200,10 @@ def cmd_train(args) -> int:
     if cfg.runtime.resume:
         cfg = _resume_config(cfg, given, world)
         if world is None:  # a damaged file: one line now, not a worker's traceback later
-            from .checkpoint import check
-            check(cfg.runtime.resume)
+            checkpoint.check(cfg.runtime.resume)
     rt = cfg.runtime
     if rt.emulate_network or rt.emulate_latency:  # what is missing: one line (2), before anything
-        from .netem import check as check_emulation
-        check_emulation(rt.emulate_network, rt.emulate_latency, world or rt.workers,
+        netem.check(rt.emulate_network, rt.emulate_latency, world or rt.workers,
                         under_torchrun(), getattr(args, "argv", None))
     _check_dataset(cfg.data.dataset, world or cfg.runtime.workers, "--workers")
     if under_torchrun():  # this process is one of torchrun's workers
@@ -227,9 +215,8 @@ def cmd_train(args) -> int:
         out_dir = cfg.runtime.resume or cfg.run_dir(world)
         args_ = (cfg.flat(), str(_prepare(cfg, world)), out_dir)
         if cfg.runtime.emulate_network:  # every worker in a network namespace of its own
-            from .netem import launch_emulated
             summary = launch_emulated(worker, args_, world, cfg.runtime.emulate_network,
-                                      cfg.runtime.emulate_latency)
+                                      cfg.runtime.emulate_latency, cfg.runtime.cpu_quota == "auto")
         else:
             summary = worker(*args_) if world == 1 else launch(worker, args_, world)
     if summary:
@@ -262,8 +249,7 @@ def parser() -> argparse.ArgumentParser:
                        description="Every flag with its default; method options are grouped by "
                        "the methods that take them (another method's flag is an error).")
     import_methods()
-    from .flags import add_train_arguments
-    add_train_arguments(t)
+    flags.add_train_arguments(t)
     t.set_defaults(func=cmd_train)
     return p
 
@@ -278,8 +264,7 @@ def main(argv=None) -> int:
         print("interrupted", file=sys.stderr)
         return 130
     except Exception as e:  # one line for the user, never a raw traceback
-        from .launch import WorkerFailed
-        if isinstance(e, UsageError):  # before _errors(), which imports torch
+        if isinstance(e, UsageError):
             print(f"error: {e}", file=sys.stderr)
             return USAGE
         if isinstance(e, WorkerFailed):

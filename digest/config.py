@@ -15,16 +15,14 @@ import os
 from dataclasses import dataclass, field
 from typing import Any
 
-PARTITIONERS = ("metis", "metis-edges", "random")  # see digest/partition.py assign_parts
+from . import methods
+from .options import Options, option  # noqa: F401  (re-exported: methods declare options with them)
+
+PARTITIONERS = ("metis", "metis-edges", "random")  # see digest/data/partition.py assign_parts
 
 
 class ConfigError(ValueError):
     """A flag that does not exist, does not apply to the chosen method, or has a bad value."""
-
-
-def option(default, help: str, **kw):
-    """A config field: its default, its ``--help`` line and argparse extras (``choices``)."""
-    return field(default=default, metadata={"help": help, **kw})
 
 
 @dataclass
@@ -36,10 +34,14 @@ class DataConfig:
     sparse: str = option("auto", "keep low-density features sparse",
                          choices=("auto", "always", "never"))
     # raw bag-of-words rows (Photo, Computers) have L1 norms in the hundreds: at lr 0.01 SAGE's
-    # first Adam step blows up its logits and kills its first-layer ReLUs (issue 16 item 10)
-    normalize_features: bool = option(False, "divide each node's input features by their L1 norm "
-                                      "(at least 1), as PyG's NormalizeFeatures; SAGE needs it (or "
-                                      "a lower --lr) on raw bag-of-words features such as Photo's")
+    # first Adam step blows up its logits and kills its first-layer ReLUs (docs/deviations.md).
+    # Unset (None): the model's default (``GNN.normalize_by_default``) where every input feature
+    # is >= 0 (bag-of-words), off otherwise; summary.json says what was done (features_normalized)
+    normalize_features: bool | None = option(None, "divide each node's input features by their L1 "
+                                             "norm (at least 1), as PyG's NormalizeFeatures (default: "
+                                             "on for SAGE and GAT when every feature is >= 0, i.e. "
+                                             "bag-of-words such as Photo's; off for GCN and for "
+                                             "signed features)")
     partitioner: str = option("metis", "graph partitioner (metis: balanced nodes, metis-edges: "
                               "balanced edges, random)", choices=PARTITIONERS)
 
@@ -80,7 +82,14 @@ class RuntimeConfig:
     emulate_network: str = option("", "emulate a cluster on this machine: each worker in a network "
                                   "namespace of its own, its link to a virtual switch shaped to "
                                   "this bandwidth each way, e.g. 1gbit, 100mbit (root or user "
-                                  "namespaces; digest/netem.py)")
+                                  "namespaces; digest/runtime/netem.py)")
+    pin_workers: str = option("auto", "with more workers on a node than cores, pin worker w to core "
+                              "w mod C (auto), or leave placement to the OS (off)",
+                              choices=("auto", "off"))
+    cpu_quota: str = option("auto", "with --emulate-network: cap each worker at C/M cores with a "
+                            "cgroup cpu quota, so an emulated worker is a node of C/M cores "
+                            "(auto: where the machine allows), or not (off)",
+                            choices=("auto", "off"))
     emulate_latency: str = option("", "with --emulate-network: one-way latency between two "
                                   "workers, e.g. 100us (needs the kernel's netem qdisc)")
 
@@ -88,17 +97,6 @@ class RuntimeConfig:
 SECTIONS = {"data": DataConfig, "model": ModelConfig, "optim": OptimConfig, "runtime": RuntimeConfig}
 TOP = {"method": ("exact", "training method (see `python -m digest methods`)"),
        "seed": (0, "seed of initialisation, dropout, random splits and partitioner")}
-
-
-class Options:
-    """Base of the option groups a method declares. ``check(cfg)`` raises ValueError (one line)
-    for values argparse cannot reject; each group checks only its own fields."""
-
-    def check(self, cfg: "TrainConfig") -> None:
-        for group in type(self).__mro__:
-            own = group.__dict__.get("check_group")
-            if own is not None:
-                own(self, cfg)
 
 
 @dataclass
@@ -115,7 +113,6 @@ class TrainConfig:
     def of(cls, **flags) -> "TrainConfig":
         """From flat flags (``hidden=64, sync_interval=5``); the rest take their defaults.
         Raises ConfigError for an unknown flag or one that belongs to another method."""
-        from . import methods
         flags = dict(flags)
         top = {k: flags.pop(k) for k in TOP if k in flags}
         sections = {name: section(**{k: flags.pop(k) for k in _names(section) if k in flags})
@@ -151,7 +148,6 @@ def _names(cls) -> list[str]:
 
 
 def _misplaced(names: list[str], method: str) -> str:
-    from . import methods
     flags = ", ".join("--" + n.replace("_", "-") for n in names)
     owners = sorted({m for n in names for m in methods.methods_with_option(n)})
     if owners:
@@ -176,6 +172,24 @@ def validate(cfg: TrainConfig) -> None:
         if not ok:
             raise ValueError(message)
     cfg.options.check(cfg)
-    from .straggler import parse_slow_workers  # format, factors, ranks (torchrun: its world;
+    # --slow-workers: format, factors, ranks (torchrun: its world;
     world = os.environ.get("WORLD_SIZE") or (cfg.runtime.workers if not cfg.runtime.resume else 1 << 30)
     parse_slow_workers(cfg.runtime.slow_workers, int(world))  # --resume: the saved world, checked later)
+
+
+def parse_slow_workers(spec: str, world: int) -> dict[int, float]:
+    """``'1:3,2:1.5'`` -> {1: 3.0, 2: 1.5}. Raises ValueError on a malformed entry, a rank outside
+    the world or a factor below 1."""
+    out: dict[int, float] = {}
+    for item in filter(None, (s.strip() for s in (spec or "").split(","))):
+        try:
+            r, f = item.split(":")
+            rank, factor = int(r), float(f)
+        except ValueError:
+            raise ValueError(f"--slow-workers: {item!r} is not RANK:FACTOR") from None
+        if not 0 <= rank < world:
+            raise ValueError(f"--slow-workers: rank {rank} is outside 0..{world - 1}")
+        if factor < 1:
+            raise ValueError(f"--slow-workers: factor {factor} of rank {rank} must be >= 1")
+        out[rank] = factor
+    return out

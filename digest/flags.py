@@ -16,7 +16,7 @@ _KINDS = {"int": int, "float": float, "float | None": float, "int | None": int}
 def _add(group, name: str, default, help: str, type_: str, choices=None) -> None:
     flag = "--" + name.replace("_", "-")
     shown = help if "default" in help else f"{help} (default: {default!r})"
-    if type_ in ("bool", bool):
+    if type_ in ("bool", bool, "bool | None"):
         group.add_argument(flag, action=argparse.BooleanOptionalAction, default=argparse.SUPPRESS,
                            help=shown)
         return

@@ -1,7 +1,9 @@
 """The method registry. A method = a halo policy + a parameter-sync policy, built per worker, plus
 the option groups whose flags it takes.
 
-``digest/`` registers exact and DIGEST here; ``baselines/`` registers its own on import. Only the
+This module is only the registry (it imports nothing of the project but ``options``): exact
+registers itself beside its policy in ``policies/halo.py``, DIGEST in ``policies/store.py``,
+DIGEST-A in ``asynchronous/``, and ``baselines/`` registers its own on import. Only the
 command-line entry point imports ``baselines`` (nothing else in ``digest/`` may).
 
     @register("mine", "one line for `python -m digest methods`", options=(MyOptions, ParamOptions))
@@ -12,16 +14,17 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass
-from typing import Callable
+from typing import TYPE_CHECKING, Callable
 
-from .config import Options, TrainConfig
-from .halo import ExactHalo, HaloPlan, HaloPolicy
-from .local_graph import LocalPart
-from .params import ParamPolicy, ParamOptions, make_param_policy
-from .compress import CompressionOptions
-from .store import StoreOptions
+from .options import Options
 
-Builder = Callable[[TrainConfig, LocalPart, HaloPlan, object], tuple[HaloPolicy, ParamPolicy]]
+if TYPE_CHECKING:
+    from .config import TrainConfig
+    from .data.local_graph import LocalPart
+    from .policies.halo import HaloPlan, HaloPolicy
+    from .policies.params import ParamPolicy
+
+Builder = Callable[["TrainConfig", "LocalPart", "HaloPlan", object], "tuple[HaloPolicy, ParamPolicy]"]
 
 
 @dataclass
@@ -72,18 +75,5 @@ def methods_with_option(flag: str) -> list[str]:
             if flag in {f.name for f in dataclasses.fields(m.options)}]
 
 
-def build(cfg: TrainConfig, part: LocalPart, plan: HaloPlan, model) -> tuple[HaloPolicy, ParamPolicy]:
+def build(cfg: "TrainConfig", part: "LocalPart", plan: "HaloPlan", model) -> "tuple[HaloPolicy, ParamPolicy]":
     return get(cfg.method).build(cfg, part, plan, model)
-
-
-@register("exact", "propagation-based: fresh halos forward and backward (full communication)",
-          options=(ParamOptions,))
-def exact(cfg, part, plan, model):
-    return ExactHalo(part, plan), make_param_policy(cfg)
-
-
-@register("digest", "DIGEST: stale halo representations synced every --sync-interval steps",
-          options=(StoreOptions, CompressionOptions, ParamOptions))
-def digest(cfg, part, plan, model):
-    from .store import StaleHalo
-    return StaleHalo(part, plan, model, cfg), make_param_policy(cfg)

@@ -1,2 +1,2 @@
-"""Experiment harness (issue 6): declarative suites, a resumable runner, tables, plots and a
+"""Experiment harness: declarative suites, a resumable runner, tables, plots and a
 network cost model. Every run goes through ``python -m digest train``, the path a user takes."""

@@ -1,4 +1,4 @@
-"""Performance ratios of issue 7, measured side by side in ONE run on this machine.
+"""Performance ratios (results/performance.md), measured side by side in ONE run on this machine.
 
     python -m experiments.bench            # the ratios -> results/performance.{md,json}
     python -m experiments.bench --quick    # fewer epochs -> results/quick/performance.{md,json}
@@ -41,6 +41,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from .costmodel import modeled_epoch_times, parse_network
 from .perf_report import TARGETS, render
 from .reference import plain_step_fn
 from .runner import REPO, cli_run, root_flags
@@ -58,10 +59,12 @@ def ours_step_fn(dataset: str, data_root=None, hidden=256, layers=3, dropout=0.5
     """Our Trainer with 1 worker, set up as ``cli.worker`` sets up ``--workers 1``."""
     import torch
 
-    from digest import cache, comm, metrics, perf
+    from digest.data import cache
+    from digest.runtime import comm, perf
+    from digest.training import metrics
     from digest.cli import import_methods
     from digest.config import TrainConfig
-    from digest.trainer import Trainer
+    from digest.training.trainer import Trainer
 
     import_methods()
     cfg = TrainConfig.of(dataset=dataset, data_root=data_root, method=method, workers=1,
@@ -81,11 +84,11 @@ def _contestant(conn, kind: str, kwargs: dict, env: dict) -> None:
         warnings.filterwarnings("ignore")
         import torch
 
-        from digest.metrics import available_cores, peak_memory_mb
+        from digest.training.metrics import available_cores, peak_memory_mb
         if kind == "ours":
             step = ours_step_fn(**kwargs)
         else:
-            from digest import perf
+            from digest.runtime import perf
             from digest.data import load_dataset
             torch.set_num_threads(available_cores())
             if kwargs.pop("tune_allocator", False):
@@ -150,7 +153,6 @@ def digest_vs_exact(dataset: str, workers: int, epochs: int, reps: int, work: Pa
                     root_flags=()) -> dict:
     import pandas as pd
 
-    from experiments.costmodel import modeled_epoch_times, parse_network
     net = parse_network(NETWORK)
     runs = {"exact": [], "digest": []}
     for r in range(reps):  # alternated, so that the other users' load hits both
@@ -211,7 +213,7 @@ def _modeled_cpu(metrics, net) -> float | None:
 
 
 def machine_record() -> dict:
-    from digest.metrics import available_cores, machine, versions
+    from digest.training.metrics import available_cores, machine, versions
     return {"machine": machine(1, 1, available_cores()), "versions": versions()}
 
 
@@ -256,7 +258,7 @@ def main(argv=None) -> int:
     p.add_argument("--scale-hidden", type=int, default=64)
     p.add_argument("--scale-malloc-tune", default="0", choices=("0", "1"),
                    help="DIGEST_MALLOC_TUNE for the scale run's workers (0: glibc defaults, the "
-                   "least memory; see digest/perf.py)")
+                   "least memory; see digest/runtime/perf.py)")
     p.add_argument("--keep", action="store_true", help="keep the run folders (printed)")
     p.add_argument("--render-only", action="store_true",
                    help="only rewrite performance.md from performance.json")
@@ -272,13 +274,13 @@ def main(argv=None) -> int:
     json_path = out_dir / "performance.json"
     doc = json.loads(json_path.read_text()) if json_path.exists() else {}
     if args.render_only:
-        from digest.metrics import atomic_write
+        from digest.training.metrics import atomic_write
         atomic_write(out_dir / "performance.md", render(doc))
         print(f"wrote {out_dir / 'performance.md'}")
         return 0
     work = Path(tempfile.mkdtemp(prefix="digest-bench-"))
     data_kw = {"data_root": args.data_root}
-    from digest.metrics import git_commit
+    from digest.training.metrics import git_commit
     commit = git_commit()  # the code that runs: taken before, not after a long run
     try:
         if args.scale:
@@ -329,7 +331,7 @@ def main(argv=None) -> int:
             doc["ratios"] = {**{k: v for k, v in old.items() if k in skip}, **r}
         doc = json.loads(json.dumps(doc, default=str))  # times_s lists etc. as plain JSON
         out_dir.mkdir(parents=True, exist_ok=True)
-        from digest.metrics import atomic_write, write_json
+        from digest.training.metrics import atomic_write, write_json
         write_json(json_path, doc)
         atomic_write(out_dir / "performance.md", render(doc))
         print(f"wrote {out_dir / 'performance.md'} and {json_path}")

@@ -1,4 +1,4 @@
-"""The emulated-cluster sweep (issue 18, METHODS.md section 9): tables and plots of runs made with
+"""The emulated-cluster sweep (docs/methods.md section 9): tables and plots of runs made with
 ``--emulate-network BANDWIDTH`` (a suite's ``networks:``, labels "<method>@<bandwidth>").
 
 Times here are EMULATED: wall time with each worker in a network namespace of its own, its link
@@ -26,6 +26,8 @@ import pandas as pd
 from .config import base_label, dataset_slug, network_of
 from .costmodel import Network, modeled_epoch_times
 from .load import Loaded
+from .render import (cell, curves, markevery, md_table, panel_grid, panels, save, seed_labels,
+                     style, times, titles)
 
 
 def emulated(loaded: Loaded) -> bool:
@@ -123,14 +125,12 @@ def _pivot(part: pd.DataFrame, cell) -> tuple[list, list]:
 
 
 def markdown(tables: dict, loaded: Loaded, number: int = 6) -> str:
-    from .report import _x, cell, md_table
-
     sample = next(r.summary for r in loaded.records if r.summary.get("emulation"))
     e, machine = sample["emulation"], sample.get("machine", {})
     out = [f"\n## {number}. Emulated cluster: per-epoch time, speedup, time to accuracy, cost model\n\n",
-           f"Times in this section are EMULATED (METHODS.md section 9): each worker in a network "
-           f"namespace of its own, one link to a virtual switch shaped to the bandwidth of the "
-           f"column in both directions ({e['qdisc'].split(' rate')[0]} on each end, MTU "
+           f"Times in this section are EMULATED (docs/methods.md section 9): each worker in a "
+           f"network namespace of its own, one link to a virtual switch shaped to the bandwidth of "
+           f"the column in both directions ({e['qdisc'].split(' rate')[0]} on each end, MTU "
            f"{e['mtu']}, no added latency); real gloo/TCP traffic crosses the links. The workers "
            f"still share the host's cores ({machine.get('cores_shared', '?')}): no CPU isolation. "
            "Speedup over exact = exact's emulated time / the method's, same dataset, M and "
@@ -141,7 +141,7 @@ def markdown(tables: dict, loaded: Loaded, number: int = 6) -> str:
            "emulated.\n"]
     et, mt, tt = tables["cluster_epoch_time"], tables["cluster_model"], tables["cluster_time_to_accuracy"]
     for (dataset, workers), part in et.groupby(["dataset", "workers"], sort=False):
-        bws, rows = _pivot(part, lambda r: f"{cell(r.emulated_ms, '.0f')} ({_x(r.speedup_vs_exact)})")
+        bws, rows = _pivot(part, lambda r: f"{cell(r.emulated_ms, '.0f')} ({times(r.speedup_vs_exact)})")
         out.append(f"\n### {dataset}, M={workers}: ms per epoch, emulated @ each bandwidth "
                    "(speedup over exact)\n\n")
         out.append(md_table(["method", *(f"emulated @ {b}" for b in bws)], rows))
@@ -160,7 +160,7 @@ def markdown(tables: dict, loaded: Loaded, number: int = 6) -> str:
         for _, one in (sub.groupby("target", sort=False) if len(sub) else []):  # 0.98, 0.99, ...
             one = one.assign(bit_s=[part[part.bandwidth == b].bit_s.iloc[0]
                                     if (part.bandwidth == b).any() else 0 for b in one.bandwidth])
-            bws, rows = _pivot(one, lambda r: f"{cell(r.time_s, '.1f')} s ({_x(r.speedup_vs_exact)})"
+            bws, rows = _pivot(one, lambda r: f"{cell(r.time_s, '.1f')} s ({times(r.speedup_vs_exact)})"
                                if r.time_s != "not reached" else "not reached")
             out.append(f"\n### {dataset}, M={workers}: time to {cell(one.target_val.iloc[0], '.4f')} "
                        f"val accuracy ({one.target.iloc[0]:g} x exact's best), emulated (speedup "
@@ -171,42 +171,60 @@ def markdown(tables: dict, loaded: Loaded, number: int = 6) -> str:
 
 # -- plots ---------------------------------------------------------------------------------------
 def plots(loaded: Loaded, dataset: str, out: Path, written: list) -> None:
-    import matplotlib.pyplot as plt
-
-    from .plots import _save
-
+    """Speedup over exact vs bandwidth (a row of panels per method group, a column per M) and
+    validation accuracy vs emulated time at the lowest bandwidth and the largest M (mean over
+    seeds), both in small multiples (render.panels)."""
     frame = sweep_frame(Loaded([r for r in loaded.records if r.dataset == dataset], [dataset],
                                loaded.labels))
     if frame.empty:
         return
+    methods = {base_label(r.label): r.method for r in loaded.records}
     et = epoch_table(frame)
     ms = sorted(set(et.workers))
-    fig, axes = plt.subplots(1, len(ms), figsize=(6 * len(ms), 4.5), squeeze=False)
-    for ax, w in zip(axes[0], ms):
-        for method, part in et[et.workers == w].groupby("method", sort=False):
-            part = part.sort_values("bit_s")
-            ax.plot(part.bit_s / 1e6, part.speedup_vs_exact, "o-", label=method)
-        ax.axhline(1.0, color="grey", lw=0.8)
-        ax.set_xscale("log")
-        ax.set_xlabel("link bandwidth each way (Mbit/s, emulated)")
-        ax.set_ylabel("per-epoch speedup over exact (x)")
-        ax.set_title(f"M={w} workers", fontsize=10)
-        ax.grid(alpha=0.3)
-        ax.legend(fontsize=8)
+    groups = panels(list(dict.fromkeys(et.method)), methods)
+    fig, axes = panel_grid(len(groups) * len(ms), width=6, height=4.5, cols=len(ms))
+    for i, panel in enumerate(groups):
+        for j, w in enumerate(ms):
+            ax = axes[i * len(ms) + j]
+            at = et[et.workers == w]
+            shown = [m for m in panel.labels if m in set(at.method)]
+            if not shown or set(shown) <= {m for g in groups[:i] for m in g.labels
+                                           if m in set(at.method)}:
+                ax.set_visible(False)
+                continue
+            for method in shown:
+                part = at[at.method == method].sort_values("bit_s")
+                ax.plot(part.bit_s / 1e6, part.speedup_vs_exact, label=method,
+                        **style(method, panel.labels, methods))
+            ax.axhline(1.0, color="grey", lw=0.8)
+            ax.set_xscale("log")
+            ax.set_xlabel("link bandwidth each way (Mbit/s, emulated)")
+            ax.set_ylabel("per-epoch speedup over exact (x)")
+            ax.set_title(f"M={w} workers: {panel.title}", fontsize=10)
+            ax.grid(alpha=0.3)
+            ax.legend(fontsize=8)
     fig.suptitle(f"{dataset}: per-epoch speedup over exact vs link bandwidth\n(emulated; the "
                  "workers share the host's cores)", fontsize=10)
-    _save(fig, out / f"{dataset_slug(dataset)}_speedup_vs_bandwidth.png", written)
+    save(fig, out / f"{dataset_slug(dataset)}_speedup_vs_bandwidth.png", written)
 
     low = frame.sort_values("bit_s").bandwidth.iloc[0]
     w = max(ms)
-    fig, ax = plt.subplots(figsize=(7, 4.5))
-    for r in loaded.records:
-        if r.dataset == dataset and r.workers == w and network_of(r.label) == low:
-            m = r.metrics[r.metrics["val_acc"].notna()]
-            ax.plot(m["wall_time"], m["val_acc"], lw=1.4, label=f"{base_label(r.label)} s{r.seed}")
-    ax.set_xlabel(f"training time (s, emulated @ {low})")
-    ax.set_ylabel("validation accuracy")
-    ax.set_title(f"{dataset}: validation accuracy vs emulated time @ {low}, M={w}")
-    ax.grid(alpha=0.3)
-    ax.legend(fontsize=8, loc="lower right")
-    _save(fig, out / f"{dataset_slug(dataset)}_val_vs_emulated_time.png", written)
+    cs = curves(loaded, dataset, w, [x for x in loaded.labels if network_of(x) == low])
+    named, of = seed_labels(loaded, dataset, w, list(cs))
+    methods = {r.label: r.method for r in loaded.records}
+    groups = panels(list(cs), methods)
+    fig, axes = panel_grid(len(groups))
+    for ax, panel in zip(axes, groups):
+        for k, label in enumerate(panel.labels):
+            c = cs[label]
+            ax.plot(c["wall_time"], c["val_acc"], lw=1.4,
+                    label=base_label(label) + named[label][len(label):],
+                    markevery=markevery(len(c), k, len(panel.labels)),
+                    **style(label, panel.labels, methods))
+        ax.set_xlabel(f"training time (s, emulated @ {low})")
+        ax.set_ylabel("validation accuracy")
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=8, loc="lower right")
+    titles(fig, axes, groups,
+           f"{dataset}:\nvalidation accuracy vs emulated time @ {low}, M={w}, {of}")
+    save(fig, out / f"{dataset_slug(dataset)}_val_vs_emulated_time.png", written)

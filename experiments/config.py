@@ -3,6 +3,13 @@
 A suite is a YAML file in experiments/configs/ (``quick``, ``full``) or any path to one. Each run it
 expands to has the exact ``python -m digest train`` flags it passes, a config hash (sha256 of their
 canonical JSON) and a stable directory ``<root>/<dataset>/<label>_w<M>_s<seed>``.
+
+Timing protocol (docs/methods.md section 11; experiments/schedule.py orders the runs,
+experiments/timing.py reads them): ``rounds: R`` repeats every run R times (round r > 0: directory
+``..._s<seed>_r<r>``, config hash of the flags plus the round; round 0 keeps the name and hash of a
+suite without rounds); ``aa: true`` adds, after every exact label, its A/A twin ``exact-aa`` (the
+same method and flags: the noise floor of the speedups); ``warmup: W`` (default 3) is how many
+first epochs of each run the paired speedups leave out.
 """
 from __future__ import annotations
 
@@ -18,6 +25,8 @@ import yaml
 
 CONFIGS = Path(__file__).resolve().parent / "configs"
 RESERVED = {"out", "resume", "progress"}  # set by the runner, never part of a config
+WARMUP = 3  # first epochs of a run left out of its per-epoch times (docs/methods.md section 11)
+AA_SUFFIX = "-aa"  # "exact-aa": the second exact label of an A/A suite
 
 
 @dataclass(frozen=True)
@@ -54,9 +63,12 @@ class Suite:
     model: dict                     # model + hyperparameters: model, layers, hidden, lr, ...
     methods: tuple                  # of MethodSpec
     seeds_by_workers: dict = field(default_factory=dict)  # {M: seeds} overrides seeds at M
-    # link bandwidths of an emulated cluster (--emulate-network, digest/netem.py): every method
+    # link bandwidths of an emulated cluster (--emulate-network, digest/runtime/netem.py): every method
     # runs at each, labelled "<label>@<bandwidth>"; empty = no emulation
     networks: tuple = ()
+    rounds: int = 1                 # every run R times (the timing protocol's rounds)
+    aa: bool = False                # an A/A twin after every exact label
+    warmup: int = WARMUP            # first epochs each run's per-epoch times leave out
 
 
 NET_SEP = "@"  # "digest-I10@100mbit": the method's label, then the emulated link bandwidth
@@ -90,9 +102,31 @@ def is_exact(label: str) -> bool:
     return label == exact_for(label)
 
 
+def aa_label(label: str) -> str:
+    """The A/A twin of an exact label: "exact" -> "exact-aa", "sage-exact@1gbit" ->
+    "sage-exact-aa@1gbit"."""
+    net = network_of(label)
+    return base_label(label) + AA_SUFFIX + ("" if net is None else f"{NET_SEP}{net}")
+
+
+def is_aa(label: str) -> bool:
+    """Whether a label is the A/A twin of its exact label (compared with it like any method)."""
+    return label == aa_label(exact_for(label))
+
+
+def methods_of(suite: "Suite") -> tuple:
+    """The suite's methods, each exact one followed by its A/A twin when the suite says ``aa``."""
+    out = []
+    for m in suite.methods:
+        out.append(m)
+        if suite.aa and is_exact(m.label):
+            out.append(dataclasses.replace(m, label=aa_label(m.label)))
+    return tuple(out)
+
+
 def labels(suite: "Suite") -> list[str]:
     """Every run label of the suite, in order (methods, then networks within each)."""
-    return list(dict.fromkeys(f"{m.label}{NET_SEP}{n}" if n else m.label for m in suite.methods
+    return list(dict.fromkeys(f"{m.label}{NET_SEP}{n}" if n else m.label for m in methods_of(suite)
                               for n in m.nets(suite)))
 
 
@@ -103,6 +137,7 @@ class Run:
     workers: int
     seed: int
     flags: dict                     # exactly what is passed to `python -m digest train`
+    round: int = 0                  # the timing protocol's repetition (0 without rounds)
 
     @property
     def label(self) -> str:
@@ -110,11 +145,13 @@ class Run:
 
     @property
     def hash(self) -> str:
-        return config_hash(self.flags)
+        """The flags' hash; a later round's hashes its round too (round 0's is the flags' own,
+        so a suite that adds rounds keeps its runs)."""
+        return config_hash(self.flags if not self.round else {**self.flags, "round": self.round})
 
     @property
     def name(self) -> str:
-        return f"{self.label}_w{self.workers}_s{self.seed}"
+        return f"{self.label}_w{self.workers}_s{self.seed}" + (f"_r{self.round}" if self.round else "")
 
     def directory(self, root: str | Path) -> Path:
         return Path(root) / dataset_slug(self.dataset) / self.name
@@ -154,7 +191,7 @@ def _check_flags(flags: dict, where: str) -> None:
 
 METHOD_KEYS = {"label", "method", "flags", "workers", "seeds_by_workers", "datasets", "networks"}
 SUITE_KEYS = {"name", "datasets", "workers", "seeds", "epochs", "model", "methods",
-              "seeds_by_workers", "networks"}
+              "seeds_by_workers", "networks", "rounds", "aa", "warmup"}
 
 
 def suite_from_dict(d: dict) -> Suite:
@@ -191,7 +228,9 @@ def suite_from_dict(d: dict) -> Suite:
                          "network of an emulated sweep")
     suite = Suite(d["name"], tuple(d["datasets"]), tuple(d["workers"]), tuple(d["seeds"]),
                   int(d["epochs"]), dict(d.get("model") or {}), methods,
-                  _seeds_by_workers(d), tuple(str(n) for n in d.get("networks") or ()))
+                  _seeds_by_workers(d), tuple(str(n) for n in d.get("networks") or ()),
+                  **_protocol(d))
+    _check_aa(suite)
     _check_flags(suite.model, f"suite {suite.name} model")
     for m in methods:
         _check_flags(m.flags, f"suite {suite.name} method {m.label}")
@@ -200,6 +239,31 @@ def suite_from_dict(d: dict) -> Suite:
     if twice:
         raise ValueError(f"suite {suite.name}: run(s) listed twice: {', '.join(twice)}")
     return suite
+
+
+def _protocol(d: dict) -> dict:
+    """The timing protocol's settings: rounds >= 1, aa a boolean, 0 <= warmup < epochs (when set)."""
+    rounds, aa, warmup = d.get("rounds", 1), d.get("aa", False), d.get("warmup", WARMUP)
+    if not isinstance(rounds, int) or isinstance(rounds, bool) or rounds < 1:
+        raise ValueError(f"suite {d['name']}: rounds must be an integer >= 1, not {rounds!r}")
+    if not isinstance(aa, bool):
+        raise ValueError(f"suite {d['name']}: aa must be true or false, not {aa!r}")
+    if "warmup" in d and (not isinstance(warmup, int) or isinstance(warmup, bool)
+                          or not 0 <= warmup < int(d["epochs"])):
+        raise ValueError(f"suite {d['name']}: warmup must be an integer in [0, epochs), "
+                         f"not {warmup!r}")
+    return {"rounds": rounds, "aa": aa, "warmup": warmup}
+
+
+def _check_aa(suite: Suite) -> None:
+    """A label written as an A/A twin ("exact-aa") must run exactly what its exact label runs."""
+    specs = {m.label: m for m in suite.methods}
+    for m in suite.methods:
+        if is_aa(m.label):
+            ref = specs.get(exact_for(m.label))
+            if ref is None or (ref.method, ref.flags) != (m.method, m.flags):
+                raise ValueError(f"suite {suite.name}: {m.label} is an A/A label, so it must run "
+                                 f"what {exact_for(m.label)} runs (the same method and flags)")
 
 
 def _seeds_by_workers(d: dict) -> dict:
@@ -217,10 +281,11 @@ def load_suite(name_or_path: str) -> Suite:
 
 
 def expand(suite: Suite) -> list[Run]:
-    """Every run of the suite, in a stable order: dataset, method, workers, seed."""
+    """Every run of the suite, in a stable order: dataset, method, workers, seed, round (the
+    tables' order; experiments/schedule.py orders them for running)."""
     runs = []
     for dataset in suite.datasets:
-        for base in suite.methods:
+        for base in methods_of(suite):
             if base.datasets and dataset not in base.datasets:
                 continue
             for net in base.nets(suite):
@@ -232,5 +297,6 @@ def expand(suite: Suite) -> list[Run]:
                         flags = {**suite.model, "dataset": dataset, "method": spec.method,
                                  "workers": workers, "seed": seed, "epochs": suite.epochs,
                                  **spec.flags}
-                        runs.append(Run(dataset, spec, workers, seed, flags))
+                        runs += [Run(dataset, spec, workers, seed, flags, r)
+                                 for r in range(suite.rounds)]
     return runs

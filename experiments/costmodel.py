@@ -1,4 +1,4 @@
-"""Network cost model (METHODS.md section 7): what an M-machine cluster would see.
+"""Network cost model (docs/methods.md section 7): what an M-machine cluster would see.
 
     modeled epoch time = max over workers r of
         cpu_time_w{r} + bytes_w{r} / bandwidth + messages_w{r} x latency
@@ -6,9 +6,10 @@
 from the measured per-worker columns of metrics.csv. Compute is each worker's CPU seconds in the
 step (all its threads), not its wall time minus its time inside collectives: with more workers
 than cores, that difference also counts the time a worker waited for a shared core, which a
-machine per worker would not see (issue 18: per worker exact 0.232 s wall vs 0.166 CPU s). A run
-without cpu_time_w{r} columns gets no modeled time (NaN, "n/a" in the tables). Always labelled
-"modeled @<network>" and kept in columns of their own, never mixed with measured times.
+machine per worker would not see (exact in the emulated sweep: 0.232 s wall vs 0.166 CPU s per
+worker). A run without cpu_time_w{r} columns gets no modeled time (NaN, "n/a" in the tables).
+Always labelled "modeled @<network>" and kept in columns of their own, never mixed with measured
+times.
 """
 from __future__ import annotations
 

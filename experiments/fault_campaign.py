@@ -1,4 +1,4 @@
-"""The fault campaign (issue 21): for every method, N trials of a SIGKILL of a random rank at a
+"""The fault campaign (results/reliability.md): for every method, N trials of a SIGKILL of a random rank at a
 random moment of a random epoch after the first checkpoint, then ``--resume``; each resumed run
 checked against the method's uninterrupted run, and each trial's committed checkpoint, damaged in
 a copy, refused in one line::
@@ -219,7 +219,7 @@ COLUMNS = {  # the report's per-method table: header -> how a trial counts in it
 
 def report(trials: list[dict], command: str, seconds: float,
            table: str = "results/reliability/trials.csv") -> str:
-    from digest.metrics import git_commit, machine, versions
+    from digest.training.metrics import git_commit, machine, versions
     m = machine(WORKERS, WORKERS, 1)
     lines = [
         "# Reliability: the fault campaign", "",

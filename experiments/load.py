@@ -2,6 +2,10 @@
 
 With a suite, exactly the suite's runs are read (those complete with the current config hash), in
 the suite's order, and the missing ones are listed; without one, every complete run under the root.
+
+Rounds (the timing protocol, docs/methods.md section 11): ``records`` holds round 0's runs (one run
+per seed: what every table but the timing protocol's reads), ``later`` those of rounds 1.. (read by
+experiments/timing.py with ``records``).
 """
 from __future__ import annotations
 
@@ -11,7 +15,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from .config import expand, labels, load_suite
+from .config import WARMUP, expand, labels, load_suite
 
 
 @dataclass
@@ -24,6 +28,8 @@ class RunRecord:
     directory: Path
     summary: dict
     metrics: pd.DataFrame = field(repr=False)
+    round: int = 0           # the timing protocol's repetition (run.json; 0 when not recorded)
+    started: str | None = None  # when the runner started it (run.json)
 
 
 @dataclass
@@ -34,6 +40,8 @@ class Loaded:
     expected: int = 0        # runs the suite names (0 without a suite)
     missing: list = field(default_factory=list)  # "dataset label_wM_sS" not complete
     skipped: list = field(default_factory=list)  # why the runner skipped datasets / methods
+    later: list = field(default_factory=list)    # RunRecords of rounds 1.., in suite order
+    warmup: int = WARMUP     # the suite's warm-up epochs (docs/methods.md section 11)
 
 
 def _json(path: Path) -> dict | None:
@@ -59,7 +67,8 @@ def read_record(directory: Path, expect_hash: str | None = None) -> RunRecord | 
                      method=info.get("method", cfg.get("method", "?")),
                      workers=int(info.get("workers", summary.get("world_size", cfg.get("workers", 1)))),
                      seed=int(info.get("seed", cfg.get("seed", 0))),
-                     directory=directory, summary=summary, metrics=metrics)
+                     directory=directory, summary=summary, metrics=metrics,
+                     round=int(info.get("round") or 0), started=info.get("started"))
 
 
 def load(root: str | Path, suite: str | None = None) -> Loaded:
@@ -77,10 +86,14 @@ def load(root: str | Path, suite: str | None = None) -> Loaded:
                 missing.append(f"{run.dataset} {run.name}")
             else:
                 records.append(rec)
-        return Loaded(records, [d for d in s.datasets if any(r.dataset == d for r in records)],
-                      [x for x in labels(s) if any(r.label == x for r in records)],
-                      len(runs), missing, plan.get("skipped", []))
+        first = [r for r in records if not r.round]
+        return Loaded(first, [d for d in s.datasets if any(r.dataset == d for r in first)],
+                      [x for x in labels(s) if any(r.label == x for r in first)],
+                      len(runs), missing, plan.get("skipped", []),
+                      [r for r in records if r.round], s.warmup)
     records = [r for r in (read_record(p.parent) for p in sorted(root.glob("**/summary.json"))) if r]
-    records.sort(key=lambda r: (r.dataset, r.label, r.workers, r.seed))
-    return Loaded(records, list(dict.fromkeys(r.dataset for r in records)),
-                  sorted({r.label for r in records}, key=lambda x: (x != "exact", x)))
+    records.sort(key=lambda r: (r.dataset, r.label, r.workers, r.seed, r.round))
+    first = [r for r in records if not r.round]
+    return Loaded(first, list(dict.fromkeys(r.dataset for r in first)),
+                  sorted({r.label for r in first}, key=lambda x: (x != "exact", x)),
+                  later=[r for r in records if r.round])

@@ -1,9 +1,10 @@
 """What each method did, beside what it sent: its own metrics.csv columns and peak memory.
 
-Every method logs the state its paper is about (issue 19): PipeGCN the staleness used and how
-often the exchange was ready, BNS-GCN the sampled fraction, SANCUS the fraction of (layer, peer)
-blocks sent and the staleness reached, AdaQP the bits per layer, DIGEST the store syncs and the
-stale representations' error, VARCO the compression ratio. This table puts them side by side:
+Every method logs the state its paper is about (docs/methods.md sections 4, 5 and 8): PipeGCN
+the staleness used and how often the exchange was ready, BNS-GCN the sampled fraction, SANCUS the
+fraction of (layer, peer) blocks sent and the staleness reached, AdaQP the bits per layer, DIGEST
+the store syncs and the stale representations' error, VARCO the compression ratio. This table puts
+them side by side:
 
 - state: every metrics column that is not one of the harness's own (``HARNESS``: losses,
   accuracies, times, bytes, messages, memory, the per-worker ``*_w<k>`` copies), as its mean over
@@ -19,6 +20,7 @@ import re
 import pandas as pd
 
 from .load import Loaded
+from .render import md_table
 
 HARNESS = {"epoch", "train_loss", "epoch_time", "comm_time", "compute_time", "peak_mem_mb",
            "messages", "cpu_time", "train_acc", "val_acc", "test_acc", "eval_time", "wall_time",
@@ -58,7 +60,6 @@ def table(loaded: Loaded) -> pd.DataFrame:
 
 def section(df: pd.DataFrame) -> str:
     """tables.md's sub-tables of section 4, one per dataset."""
-    from .report import md_table
     out = []
     for dataset, part in df.groupby("dataset", sort=False):
         out.append(f"\n### {dataset}: method state (its own metrics.csv columns, mean over epochs "

@@ -1,46 +1,16 @@
-"""Pareto summary (issue 20): per dataset, which method gives the best test accuracy for a budget of
-cumulative bytes sent, or of training time?
+"""Pareto summary, the computation: per dataset, which method gives the best test accuracy for a
+budget of cumulative bytes sent, or of training time? pareto_render.py draws and tabulates it.
 
-Rules (stated again in tables.md's section, which renders this table):
-
-- A run's accuracy within a budget B on an axis (cumulative bytes ``cum_bytes``, or cumulative
-  training time): the OGB protocol applied within the budget. Among its evaluated epochs (val_acc
-  present) whose cumulative value is <= B (relative slack ``REL`` for float sums), take the
-  epoch with the best val_acc (the first one on a tie, as digest/metrics.py's best_validation)
-  and report its test_acc. No evaluated epoch within B: no value (NaN), never 0.
-- A method's accuracy at B: the mean over its seeds of those values, only when every seed has
-  one (else NaN; ``seeds_in_budget`` says how many had).
-- Budgets: per dataset, worker count and axis, ``N_BUDGETS`` (8) log-spaced values from the
-  smallest value at any run's first evaluated epoch (positive; below it no method has a value)
-  to the largest run total (the cumulative value at a run's last epoch) among the runs compared,
-  each rounded UP to 3 significant digits. The low end is where the methods differ: most reach
-  their best validation accuracy long before their last epoch, so budgets between the run totals
-  alone would all read as table 1. The last budget covers every run whole and reads as each
-  method's usual test accuracy at best validation (table 1). Duplicates after rounding are
-  dropped.
-- Front: at a budget, a method is on the front when no other method compared there reaches a
-  higher accuracy within it (accuracies within ``TIE`` of the best are ties: all on). A method
-  with no value at that budget is not on it.
-- Ranked: only the methods with the most seeds in their group (a suite's main settings) compete
-  for the front; one with fewer (a variant run at one seed) is shown with its seed count and
-  ``ranked`` False, never on the front: a seed draws the split, so one seed's accuracy is not
-  comparable with a mean over three.
-- Worker count: by default, per dataset, only the runs at its largest worker count
-  (``workers="max"``); ``workers="all"``: one front per worker count, never mixed.
-- Time axes, never mixed: ``time, measured`` is wall_time (training time, evaluation excluded)
-  of runs without ``summary.json["emulation"]``; a run with it (the emulated-cluster sweep,
-  issue 18) ran under emulation, so its wall_time goes on ``time, emulated @ BANDWIDTH`` (the
-  emulation's label) and its bytes on ``bytes, runs emulated @ BANDWIDTH``, one front per
-  emulation; ``time_column=NAME`` adds ``time, emulated (NAME)`` from that metrics column
-  (cumulative seconds) for the runs that have it.
+The rules are RULES below, written once: tables.md's Pareto section prints them as they stand.
+What only the code needs is at the functions: the float slack of "<= budget" (``REL``,
+``within_budget``), the rounding of budgets (``budgets``), ties (``TIE``, ``mark_front``), the
+other worker-count choices (``groups``) and how time axes are named and kept apart (``_axes``).
 
     pareto.csv   one row per (dataset, workers, axis, budget, method)
-    plots/<dataset>_pareto.png   accuracy within budget vs budget (log x), one panel per axis
 """
 from __future__ import annotations
 
 import math
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -53,11 +23,28 @@ REL = 1e-9  # relative slack of "<= budget": a sum of epoch times 0.1 + 0.1 + 0.
 MiB = 2**20
 COLUMNS = ["dataset", "workers", "axis", "unit", "budget", "method", "seeds", "seeds_in_budget",
            "test_acc", "val_acc", "epochs", "ranked", "on_front"]
+RULES = ("A run's accuracy within budget B: among its evaluated epochs whose cumulative bytes "
+         "(or cumulative training time) is <= B, the test accuracy at the epoch of best "
+         "validation accuracy (first best on a tie; the OGB protocol within the budget). A "
+         "method's: the mean over its seeds, only when every seed was evaluated within B "
+         "('–' if none was, 'k/n seeds' if only some). Budgets: per dataset and axis, "
+         f"{N_BUDGETS} log-spaced from the smallest cumulative value at any run's first "
+         "evaluated epoch (below it no method has a value) to the largest run total (at a "
+         "run's last epoch) among the runs compared, rounded up to 3 significant digits: the "
+         "low budgets are where methods differ; the last covers every run whole (= table 1). "
+         "**Bold** = on the front: no other method reaches a higher accuracy within B (ties "
+         "all bold). Only the methods with the most seeds compete for the front; one with "
+         "fewer (a variant run at one seed) is shown as 'value (k seed)', never bold: a seed "
+         "draws the split, so one seed's accuracy is not comparable with a mean over three. "
+         "Only the largest worker count per dataset. Times: measured training "
+         "time (evaluation excluded) on the shared reference cores, noisy; emulated times "
+         "(runs with --emulate-network) are their own axis, never mixed with measured ones.\n")
 
 
 def within_budget(metrics: pd.DataFrame, column: str, budget: float) -> dict | None:
     """One run's OGB result within ``budget`` of ``column``: {test_acc, val_acc, epochs} at the
-    first evaluated epoch of best val_acc among those with ``column`` <= budget; None if none."""
+    first evaluated epoch of best val_acc among those with ``column`` <= budget (x (1 + REL));
+    None if none (a method's accuracy there is NaN, never 0)."""
     m = metrics[metrics["val_acc"].notna() & metrics[column].notna()
                 & (metrics[column] <= budget * (1 + REL))]
     if m.empty:
@@ -79,7 +66,7 @@ def _ceil3(x: float) -> float:
 def budgets(firsts, totals, n: int = N_BUDGETS) -> list[float]:
     """``n`` log-spaced budgets from the smallest positive first-evaluation value (``firsts``; the
     smallest positive total if none is) to the largest total, rounded up to 3 significant digits,
-    distinct, ascending."""
+    distinct (duplicates after rounding dropped), ascending."""
     totals = [float(t) for t in totals if t == t]
     if not totals:
         return []
@@ -93,7 +80,12 @@ def budgets(firsts, totals, n: int = N_BUDGETS) -> list[float]:
 
 
 def _axes(record, time_column: str | None) -> list[tuple[str, str, str]]:
-    """(axis name, metrics column, unit) for one run: its bytes and time axes (see the module)."""
+    """(axis name, metrics column, unit) for one run: its bytes and time axes, never mixed.
+    ``time, measured`` is the wall_time (training time, evaluation excluded) of a run without
+    ``summary.json["emulation"]``; a run with it (the emulated-cluster sweep) has its wall_time on
+    ``time, emulated @ BANDWIDTH`` (the emulation's label) and its bytes on ``bytes, runs emulated
+    @ BANDWIDTH``: one front per emulation. ``time_column=NAME`` adds ``time, emulated (NAME)``
+    from that metrics column (cumulative seconds) for the runs that have it."""
     e = record.summary.get("emulation")
     if e:
         label = (e.get("label") or "emulated") if isinstance(e, dict) else "emulated"
@@ -119,7 +111,9 @@ def _selected(loaded: Loaded, workers) -> list:
 
 
 def groups(loaded: Loaded, workers="max", time_column: str | None = None) -> dict:
-    """{(dataset, workers, axis): (column, unit, {label: [records]})} in suite order."""
+    """{(dataset, workers, axis): (column, unit, {label: [records]})} in suite order. ``workers``:
+    "max" (the default: per dataset, its largest worker count), "all" (one front per worker
+    count, never mixed) or a count."""
     out: dict = {}
     axis_order: list = []
     for r in _selected(loaded, workers):
@@ -139,13 +133,9 @@ def groups(loaded: Loaded, workers="max", time_column: str | None = None) -> dic
 
 
 def ranked_labels(by_label: dict) -> set:
-    """The labels that compete for the front: those with the most seeds (see the module)."""
+    """The labels that compete for the front: those with the most seeds (RULES)."""
     most = max(len(recs) for recs in by_label.values())
     return {label for label, recs in by_label.items() if len(recs) == most}
-
-
-def seeds_text(n: int) -> str:
-    return f"{n} seed{'s' * (n > 1)}"
 
 
 def method_at(recs: list, column: str, budget: float) -> dict:
@@ -169,7 +159,7 @@ def mark_front(accs: list) -> list[bool]:
 
 def pareto_table(loaded: Loaded, workers="max", time_column: str | None = None,
                  n: int = N_BUDGETS) -> pd.DataFrame:
-    """pareto.csv: one row per (dataset, workers, axis, budget, method); see the module's rules."""
+    """pareto.csv: one row per (dataset, workers, axis, budget, method), by RULES."""
     rows = []
     for (dataset, w, axis), (column, unit, by_label) in groups(loaded, workers, time_column).items():
         runs = [r.metrics for recs in by_label.values() for r in recs]
@@ -204,78 +194,6 @@ def fronts(table: pd.DataFrame) -> dict:
     return out
 
 
-def show_budget(budget: float, unit: str, with_unit: bool = True) -> str:
-    """A budget as the tables show it: MiB for bytes, s for time, 3 significant digits."""
-    text = f"{budget / MiB:.3g}" if unit == "B" else f"{budget:.3g}"
-    return text + (" MiB" if unit == "B" else " s") * with_unit
-
-
-def reading(table: pd.DataFrame) -> list[str]:
-    """One line per dataset and axis: each method on the front and at which budgets, e.g.
-    ``CS, bytes: varco-fixed-32 at <= 1.2, 3.5 MiB; digest-I10 at <= 10.3, 30.1, 88 MiB``."""
-    lines = []
-    for dataset, axes in fronts(table).items():
-        for axis, points in axes.items():
-            who: dict = {}
-            for budget, unit, methods in points:
-                for m in methods:
-                    who.setdefault(m, []).append(show_budget(budget, unit, with_unit=False))
-            suffix = " MiB" if points[0][1] == "B" else " s"
-            text = "; ".join(f"{m} at <= {', '.join(bs)}{suffix}" for m, bs in who.items())
-            lines.append(f"{dataset}, {axis}: {text or 'no method evaluated within any budget'}")
-    return lines
-
-
-def _pct(v) -> str:
-    return "–" if v is None or v != v else f"{100 * v:.2f}"
-
-
-def section(table: pd.DataFrame, number: int) -> str:
-    """tables.md's Pareto section: per dataset and axis, budgets down, methods across; the
-    methods on the front in bold and listed."""
-    out = [f"\n## {number}. Pareto: best test accuracy (%) within a budget of bytes or of time\n\n",
-           "A run's accuracy within budget B: among its evaluated epochs whose cumulative bytes "
-           "(or cumulative training time) is <= B, the test accuracy at the epoch of best "
-           "validation accuracy (first best on a tie; the OGB protocol within the budget). A "
-           "method's: the mean over its seeds, only when every seed was evaluated within B "
-           "('–' if none was, 'k/n seeds' if only some). Budgets: per dataset and axis, "
-           f"{N_BUDGETS} log-spaced from the smallest cumulative value at any run's first "
-           "evaluated epoch (below it no method has a value) to the largest run total (at a "
-           "run's last epoch) among the runs compared, rounded up to 3 significant digits: the "
-           "low budgets are where methods differ; the last covers every run whole (= table 1). "
-           "**Bold** = on the front: no other method reaches a higher accuracy within B (ties "
-           "all bold). Only the methods with the most seeds compete for the front; one with "
-           "fewer (a variant run at one seed) is shown as 'value (k seed)', never bold: a seed "
-           "draws the split, so one seed's accuracy is not comparable with a mean over three. "
-           "Only the largest worker count per dataset. Times: measured training "
-           "time (evaluation excluded) on the shared reference cores, noisy; emulated times "
-           "(runs with --emulate-network) are their own axis, never mixed with measured ones.\n"]
-    if table.empty:
-        return "".join(out) + "\nNo run to summarise.\n"
-    from .report import md_table
-    for (dataset, w, axis), part in table.groupby(["dataset", "workers", "axis"], sort=False):
-        methods = list(dict.fromkeys(part["method"]))
-        unit = part["unit"].iloc[0]
-        rows = []
-        for budget, b in part.groupby("budget", sort=False):
-            cells = {}
-            for r in b.itertuples():
-                c = _pct(r.test_acc)
-                if c == "–" and not str(r.seeds_in_budget).startswith("0/"):
-                    c = f"– ({r.seeds_in_budget} seeds)"
-                elif c != "–" and not r.ranked:
-                    c = f"{c} ({seeds_text(r.seeds)})"
-                cells[r.method] = f"**{c}**" if r.on_front else c
-            front = [r.method for r in b.itertuples() if r.on_front]
-            rows.append([f"<= {show_budget(budget, unit)}", *(cells.get(m, "") for m in methods),
-                         ", ".join(front) or "–"])
-        out.append(f"\n### {dataset}, M={w}: {axis}\n\n")
-        out.append(md_table(["budget", *methods, "front"], rows))
-    out.append("\nReading (which method is on the front at which budgets):\n\n")
-    out += [f"- {line}\n" for line in reading(table)]
-    return "".join(out)
-
-
 def run_curve(metrics: pd.DataFrame, column: str):
     """within_budget's test_acc as a step function of the budget, for the plots: (xs, tests) such
     that at budget B the value is tests[i] for the last i with xs[i] <= B (none: NaN). Needs
@@ -306,62 +224,12 @@ def curve_at(recs: list, column: str, grid: np.ndarray) -> np.ndarray:
     return np.mean(ys, axis=0)  # NaN wherever some seed has none
 
 
-def plot(loaded: Loaded, dataset: str, out: Path, written: list, workers="max",
-         time_column: str | None = None) -> None:
-    """plots/<dataset>_pareto.png: accuracy within budget vs budget (log x), one panel per axis
-    (bytes, measured time, emulated times); a step line per method, exact at every evaluated
-    epoch's cumulative value (from the first evaluation of any run to the largest total); the
-    table's budgets as markers, filled and ringed in black where the method is on the front,
-    hollow where not; the front (best of the ranked methods at every budget) as a grey band; a
-    method with fewer seeds than the most (not ranked: see the module) dashed."""
-    from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
-
-    from .config import dataset_slug
-    from .plots import _color, _save, plt
-    sub = Loaded([r for r in loaded.records if r.dataset == dataset], [dataset], loaded.labels)
-    gs = groups(sub, workers, time_column)
-    if not gs:
-        return
-    table = pareto_table(sub, workers, time_column)
-    fig, axes = plt.subplots(1, len(gs), figsize=(6.2 * len(gs), 4.8), squeeze=False)
-    for ax, ((_, w, axis), (column, unit, by_label)) in zip(axes[0], gs.items()):
-        scale = MiB if unit == "B" else 1.0
-        evaluated = np.concatenate([r.metrics.loc[r.metrics["val_acc"].notna(), column].dropna()
-                                    .to_numpy(dtype=float) for recs in by_label.values() for r in recs])
-        totals = [float(r.metrics[column].dropna().iloc[-1]) for recs in by_label.values() for r in recs]
-        hi = max(totals + [0.0])
-        grid = np.unique(np.append(evaluated[(evaluated > 0) & (evaluated <= hi)], hi))
-        grid = grid[grid > 0] if (grid > 0).any() else grid
-        envelope = np.full(len(grid), np.nan)
-        ranked = ranked_labels(by_label)
-        for label, recs in by_label.items():
-            ys = curve_at(recs, column, grid)
-            if label in ranked:
-                envelope = np.fmax(envelope, ys)
-            name = label if label in ranked else f"{label} ({seeds_text(len(recs))}, not ranked)"
-            ax.plot(grid / scale, 100 * ys, drawstyle="steps-post", lw=1.3,
-                    ls="-" if label in ranked else "--", color=_color(loaded, label), label=name)
-        ax.plot(grid / scale, 100 * envelope, drawstyle="steps-post", lw=6, color="grey",
-                alpha=0.25, zorder=0, label="front (best of the ranked)")
-        part = table[(table.workers == w) & (table.axis == axis)]
-        for r in part.itertuples():
-            if r.test_acc == r.test_acc:
-                color = _color(loaded, r.method)
-                ax.plot(r.budget / scale, 100 * r.test_acc, "o", ms=8 if r.on_front else 6,
-                        mfc=color if r.on_front else "none", mec="black" if r.on_front else color,
-                        mew=1.5, zorder=3)
-        if (grid > 0).all():
-            ax.set_xscale("log")  # plain numbers; 2 and 5 x 10^k labelled too over < 2 decades
-            fmt = FuncFormatter(lambda v, _: f"{v:.3g}")
-            ax.xaxis.set_major_formatter(fmt)
-            narrow = grid[-1] < 100 * grid[0]
-            ax.xaxis.set_minor_locator(LogLocator(subs=(2, 5) if narrow else "auto"))
-            ax.xaxis.set_minor_formatter(fmt if narrow else NullFormatter())
-        ax.set_xlabel(f"budget: {axis} ({'MiB' if unit == 'B' else 's'}, log scale)")
-        ax.set_ylabel("test accuracy (%) at best val within budget")
-        ax.set_title(f"{axis}, M={w}", fontsize=10)
-        ax.grid(alpha=0.3, which="both")
-        ax.legend(fontsize=7, loc="lower right")
-    fig.suptitle(f"{dataset}: best test accuracy within a budget (mean over seeds; markers: the "
-                 "table's budgets, filled = on the front)", fontsize=10)
-    _save(fig, out / f"{dataset_slug(dataset)}_pareto.png", written)
+def budget_grid(by_label: dict, column: str) -> np.ndarray:
+    """The plots' budgets: every evaluated epoch's cumulative value of ``column`` in the runs of
+    ``by_label`` (positive ones, where any is), up to the largest run total, ascending."""
+    runs = [r.metrics for recs in by_label.values() for r in recs]
+    evaluated = np.concatenate([m.loc[m["val_acc"].notna(), column].dropna().to_numpy(dtype=float)
+                                for m in runs])
+    hi = max([float(m[column].dropna().iloc[-1]) for m in runs] + [0.0])
+    grid = np.unique(np.append(evaluated[(evaluated > 0) & (evaluated <= hi)], hi))
+    return grid[grid > 0] if (grid > 0).any() else grid

@@ -140,7 +140,7 @@ def _render_scale(s: dict, title: str) -> list[str]:
           f"`{s['command']}`" + (f" at git commit {s['git_commit'][:7]}" if s.get("git_commit")
                                  else "") + f". Model: {s['model']}. Workers ran with "
           f"DIGEST_MALLOC_TUNE={s.get('malloc_tune', '1')} (0: glibc's default allocator "
-          "settings, the least memory; see digest/perf.py).", "",
+          "settings, the least memory; see digest/runtime/perf.py).", "",
           f"- generation: {s['generate_s']:.0f} s (peak resident memory of the generating "
           f"process {s['generate_peak_rss_gib']:.1f} GiB)"]
     for p, v in sorted(s["partitions"].items(), key=lambda kv: int(kv[0])):

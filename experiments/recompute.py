@@ -4,13 +4,16 @@
     python -m experiments.recompute --suite repro --write  # rewrite the tables (and plots)
     ./run_all.sh --check [SUITE]                          # the same check (default: repro)
 
-Every number in results/ must come from a committed file (issue 16 item 7): each suite run's
-summary.json, metrics.csv and run.json (its config hash) are committed under results/runs/ (or
-results/<suite>/runs/), and this command rebuilds tables.md and the CSVs from them exactly as
+Every number in results/ must come from a committed file, so that a reader can check it: each
+suite run's summary.json, metrics.csv and run.json (its config hash) are committed under
+results/runs/ (or results/<suite>/runs/), and this command rebuilds tables.md and the CSVs from them exactly as
 run_all.sh does (same runs folder, same network, same command line in the header) into a
 temporary folder, then compares them with the committed ones line by line: one line per
 difference on stdout, exit status 1 if there is any. Plots are not compared (a PNG's bytes depend
-on the matplotlib build and its fonts); ``--write`` regenerates them with the tables.
+on the matplotlib build and its fonts); ``--write`` regenerates them with the tables. The suite's
+RUNLOG.md and the generated blocks of its README (and, with the suite's own folders, the headline
+and quick blocks of results/README.md and README.md) are checked and written the same way
+(experiments/pages.py).
 """
 from __future__ import annotations
 
@@ -21,8 +24,10 @@ import sys
 import tempfile
 from pathlib import Path
 
+from . import pages, plots, tables
 from .config import load_suite
 from .costmodel import parse_network
+from .layout import folders, loadavg_path
 from .load import load
 
 REPO = Path(__file__).resolve().parents[1]
@@ -30,16 +35,8 @@ NETWORK = "10gbit,5us"  # run_all.sh's default NETWORK
 TABLES = ("tables.md", "accuracy.csv", "epoch_time.csv", "time_to_accuracy.csv", "bytes.csv",
           "method_state.csv",
           "runs.csv", "straggler.csv", "pareto.csv", "cluster_epoch_time.csv", "cluster_model.csv",
-          "cluster_time_to_accuracy.csv")  # every file experiments.tables may write
-
-
-def folders(suite_name: str) -> tuple[str, str, str]:
-    """(results folder, plots folder, the run_all.sh command) of a suite, as run_all.sh has them."""
-    if suite_name == "quick":
-        return "results/quick", "plots/quick", "./run_all.sh --quick"
-    if suite_name in ("full", "repro"):  # repro is a subset of full: same runs, same folders
-        return "results", "plots", "./run_all.sh" + ("" if suite_name == "full" else " --suite repro")
-    return f"results/{suite_name}", f"plots/{suite_name}", f"./run_all.sh --suite {suite_name}"
+          "cluster_time_to_accuracy.csv", "timing.csv",
+          "timing_tta.csv")  # every file experiments.tables may write
 
 
 def differences(committed: Path, recomputed: Path, names=TABLES) -> list[str]:
@@ -109,18 +106,23 @@ def _run(args, suite, results: Path, runs: str, plots_dir: str, command: str) ->
     if not loaded.records:
         print(f"recompute: no complete run of suite {suite.name} under {runs}", file=sys.stderr)
         return 1
-    from . import tables
     net = parse_network(args.network)
     if args.write:
         written = tables.write(loaded, results, net, tables.TARGETS, command)
-        from . import plots
         plots.main(["--suite", args.suite, "--runs", runs, "--out", args.plots or plots_dir,
                     "--network", args.network])
         print(f"recompute: {len(loaded.records)} runs -> {results}/" + ", ".join(written))
+        try:  # and the run log and generated blocks (experiments/pages.py)
+            rewritten = pages.write(_pages(args, suite, results, runs, plots_dir, command))
+        except pages.MarkerError as e:
+            print(f"error: {e}", file=sys.stderr)
+            return 1
+        print("recompute: pages -> " + (", ".join(rewritten) or "unchanged"))
         return 0
     with tempfile.TemporaryDirectory() as tmp:
         tables.write(loaded, Path(tmp), net, tables.TARGETS, command)
         diff = differences(results, Path(tmp))
+    diff += pages.check(lambda: _pages(args, suite, results, runs, plots_dir, command))
     for line in diff:
         print(line)
     missing = f"; {len(loaded.missing)} of the suite's runs missing" if loaded.missing else ""
@@ -128,6 +130,14 @@ def _run(args, suite, results: Path, runs: str, plots_dir: str, command: str) ->
           + (f"{len(diff)} difference(s) with {results}" if diff else f"{results} reproduced exactly"),
           file=sys.stderr)
     return 1 if diff else 0
+
+
+def _pages(args, suite, results: Path, runs: str, plots_dir: str, command: str) -> dict:
+    """The suite's RUNLOG.md and page block (experiments/pages.py); with the suite's own folders
+    (no --runs, --results), also the headline and quick blocks of results/README.md, README.md."""
+    out = pages.suite_outputs(args.suite, results, Path(args.plots or plots_dir), Path(runs),
+                              loadavg_path(suite.name), command)
+    return pages.add_shared(out) if args.runs is None and args.results is None else out
 
 
 if __name__ == "__main__":

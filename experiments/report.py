@@ -3,13 +3,16 @@ never hard-coded), then the four tables rendered as markdown; measured and model
 from __future__ import annotations
 
 import json
-import math
 
 import pandas as pd
 
+from .cluster import markdown as cluster_markdown
 from .config import base_label, exact_for
 from .costmodel import Network
 from .load import Loaded
+from .method_state import section as state_section
+from .pareto_render import section as pareto_section
+from .render import cell, md_table, times
 
 
 def runs_index(loaded: Loaded) -> pd.DataFrame:
@@ -21,20 +24,6 @@ def runs_index(loaded: Loaded) -> pd.DataFrame:
                           "mean_epoch_time": r.metrics["epoch_time"].mean(),
                           "directory": str(r.directory), "git_commit": r.summary.get("git_commit"),
                           "command": r.summary.get("command")} for r in loaded.records])
-
-
-def cell(v, spec: str = ".4g") -> str:
-    if isinstance(v, str):
-        return v
-    if v is None or (isinstance(v, float) and math.isnan(v)):
-        return "n/a"
-    return format(v, spec)
-
-
-def md_table(headers: list, rows: list) -> str:
-    lines = ["| " + " | ".join(map(str, headers)) + " |", "|" + "---|" * len(headers)]
-    lines += ["| " + " | ".join(map(str, row)) + " |" for row in rows]
-    return "\n".join(lines) + "\n"
 
 
 def _distinct(values) -> list:
@@ -75,9 +64,9 @@ def header(loaded: Loaded, net: Network | None, target, command: str) -> str:
     # said only where a label names a model (the models suite), so other suites' tables keep
     # their committed text
     models = any(base_label(exact_for(label)) != "exact" for label in loaded.labels)
-    lines += ["", "Definitions (METHODS.md section 7): times are measured training time (evaluation "
-              "excluded), the slowest worker per epoch; speedup over exact = exact's time / the "
-              "method's, same dataset and worker count M" + (
+    lines += ["", "Definitions (docs/methods.md section 7): times are measured training time "
+              "(evaluation excluded), the slowest worker per epoch; speedup over exact = exact's "
+              "time / the method's, same dataset and worker count M" + (
                   ", and same model: a label that starts with a model's name (sage-*, gat-*) is "
                   "compared with that model's exact run (sage-exact, gat-exact)" if models else "")
               + ". Time to accuracy: first epoch whose "
@@ -129,7 +118,7 @@ def markdown(loaded: Loaded, tables: dict, net: Network | None, target, command:
                 for w in ms:
                     hit = part[(part.method == label) & (part.workers == w)]
                     row += ([cell(hit[f"{prefix}epoch_ms"].iloc[0], ".1f"),
-                             _x(hit[f"{prefix}speedup_vs_exact"].iloc[0])]
+                             times(hit[f"{prefix}speedup_vs_exact"].iloc[0])]
                             if len(hit) else ["", ""])
                 rows.append(row)
             out.append(f"\n### {dataset}: {title}\n\n")
@@ -145,13 +134,13 @@ def markdown(loaded: Loaded, tables: dict, net: Network | None, target, command:
                              "epochs", "time s", "speedup", "MiB sent"],
                             [[f"{r.target:g}", r.method, r.workers, cell(r.target_val, ".4f"),
                               r.seeds_reached, r.eval_every, cell(r.epochs, ".1f"),
-                              cell(r.time_s, ".2f"), _x(r.speedup_vs_exact), cell(r.MiB, ".2f")]
+                              cell(r.time_s, ".2f"), times(r.speedup_vs_exact), cell(r.MiB, ".2f")]
                              for r in part.itertuples()]))
         if net:
             out.append(f"\n### {dataset}: {net.column} (not measured)\n\n")
             out.append(md_table(["target", "method", "M", f"{net.column} time s",
                                  f"{net.column} speedup"],
-                                [[f"{f:g}", m, w, cell(t, ".2f"), _x(s)] for f, m, w, t, s in zip(
+                                [[f"{f:g}", m, w, cell(t, ".2f"), times(s)] for f, m, w, t, s in zip(
                                     part.target, part.method, part.workers,
                                     part[f"{net.column} time_s"],
                                     part[f"{net.column} speedup_vs_exact"])]))
@@ -164,23 +153,21 @@ def markdown(loaded: Loaded, tables: dict, net: Network | None, target, command:
                             [[r["method"], r["workers"], *(cell(r[c], ".3f") for c in cols)]
                              for _, r in part.iterrows()]))
     if "method_state" in tables:
-        from .method_state import section as state_section
         out.append(state_section(tables["method_state"]))
     if "straggler" in tables:
         out.append(straggler_section(tables["straggler"]))
     number = 6 if "straggler" in tables else 5
     if "pareto" in tables:
-        from .pareto import section
-        out.append(section(tables["pareto"], number))
+        out.append(pareto_section(tables["pareto"], number))
         number += 1
     if "cluster_epoch_time" in tables:
-        from .cluster import markdown as cluster_markdown
         out.append(cluster_markdown(tables, loaded, number))
     return "".join(out)
 
 
 def time_kind(loaded: Loaded) -> str:
-    """What the time columns of sections 2 and 3 are (METHODS.md 9: never mixed unlabelled)."""
+    """What the time columns of sections 2 and 3 are (docs/methods.md section 9: never mixed
+    unlabelled)."""
     emulated = [bool(r.summary.get("emulation")) for r in loaded.records]
     if emulated and all(emulated):
         return "emulated @ the bandwidth after each label's @"
@@ -209,15 +196,9 @@ def straggler_section(st: pd.DataFrame) -> str:
             [[r.method, r.workers, r.slow_workers, r.steps_by_worker, r.grad_share_by_worker,
               cell(r.fast_steps_per_s, ".1f"),
               cell(r.slow_steps_per_s, ".1f"),
-              _x(r.fast_vs_sync), cell(r.epochs_per_s, ".1f"),
+              times(r.fast_vs_sync), cell(r.epochs_per_s, ".1f"),
               cell(r.total_time_s, ".2f"), cell(r.test_at_best_val, ".4f"), cell(r.final_test, ".4f"),
               f"{cell(r.staleness_param_mean, '.2f')} / {cell(r.staleness_param_max, '.0f')}",
               f"{cell(r.staleness_repr_mean, '.2f')} / {cell(r.staleness_repr_max, '.0f')}"]
              for r in part.itertuples()]))
     return "".join(out)
-
-
-def _x(v) -> str:
-    if isinstance(v, str):
-        return v
-    return "n/a" if v is None or (isinstance(v, float) and math.isnan(v)) else cell(v, ".2f") + "x"

@@ -4,7 +4,9 @@ Each run is a subprocess ``python -m digest train <flags> --out <dir> --no-progr
 user takes), its stdout/stderr in ``<dir>/log.txt``. A run whose ``summary.json`` says complete and
 whose ``run.json`` holds the same config hash is skipped, so an interrupted suite resumes and loses
 nothing finished; any other existing directory is cleared and rerun. A failed run is reported in
-one line and the suite goes on. Methods not registered and datasets not available are skipped with
+one line and the suite goes on. Runs start interleaved (experiments/schedule.py: round by round,
+point by point, the methods of a point in turn); run.json records each run's round and start
+time. Methods not registered and datasets not available are skipped with
 the reason printed. Exit status: 0, or 1 when some run failed.
 """
 from __future__ import annotations
@@ -20,9 +22,10 @@ from pathlib import Path
 
 from tqdm import tqdm
 
-from digest.metrics import write_json
+from digest.training.metrics import write_json
 
 from .config import Run, expand, load_suite
+from .schedule import interleave
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -80,7 +83,8 @@ def execute(run: Run, directory: Path, launcher=launch) -> bool:
         shutil.rmtree(directory)
     directory.mkdir(parents=True)
     record = {"label": run.label, "dataset": run.dataset, "method": run.spec.method,
-              "workers": run.workers, "seed": run.seed, "flags": run.flags, "hash": run.hash,
+              "workers": run.workers, "seed": run.seed, "round": run.round, "flags": run.flags,
+              "hash": run.hash,
               "argv": ["python", *run.argv(directory)], "status": "running",
               "started": time.strftime("%Y-%m-%dT%H:%M:%S")}
     write_json(directory / "run.json", record)
@@ -124,12 +128,14 @@ def is_complete_summary(directory: Path) -> bool:
 
 
 def plan(suite, methods: set[str]) -> tuple[list[Run], list[str]]:
-    """The suite's runs minus those of unregistered methods / unavailable datasets, and why."""
+    """The suite's runs minus those of unregistered methods / unavailable datasets, in the order
+    they start (``schedule.interleave``), and why."""
     notes = [f"{spec.label}: method {spec.method!r} is not registered (`python -m digest methods` "
              f"lists {', '.join(sorted(methods))})" for spec in suite.methods if spec.method not in methods]
     missing = unavailable_datasets(suite.datasets)
     notes += [f"dataset {name}: {why}" for name, why in missing.items()]
-    return [r for r in expand(suite) if r.spec.method in methods and r.dataset not in missing], notes
+    return interleave([r for r in expand(suite) if r.spec.method in methods
+                       and r.dataset not in missing]), notes
 
 
 def plan_path(root: Path, suite_name: str) -> Path:

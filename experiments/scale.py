@@ -17,7 +17,7 @@ SCALE_SPEC = "synthetic:nodes=2400000,avg_degree=25,classes=47,features=100"
 
 
 def _rss_gib() -> float:
-    from digest.metrics import peak_memory_mb
+    from digest.training.metrics import peak_memory_mb
     return peak_memory_mb() / 1024
 
 
@@ -26,9 +26,9 @@ def scale_prepare(spec: str, parts_list, root) -> dict:
     number of parts (METIS), saving the per-worker part files. Times and edge cuts."""
     import torch
 
-    from digest.cache import prepare_partition
+    from digest.data.cache import prepare_partition
     from digest.data import load_dataset
-    from digest.metrics import available_cores
+    from digest.training.metrics import available_cores
     torch.set_num_threads(available_cores())
     t0 = time.perf_counter()
     graph = load_dataset(spec, root)

@@ -10,7 +10,7 @@ the whole graph; "partition" trains it on the graph without the edges METIS cuts
 (with the induced degrees), which is what partition-based training with gradient all-reduce
 computes. With LOCAL_STEPS K, also partition-based training in its PSGD-PA form
 (``--local-steps K``): one replica per part, each with its own Adam, takes steps on its part's
-training nodes and the replicas' parameters are averaged every K steps (digest/params.py
+training nodes and the replicas' parameters are averaged every K steps (digest/policies/params.py
 ``ModelAveraging``). All are evaluated on the whole graph (PSGD-PA only after an averaging).
 It takes seconds per seed (about 80 s with two K on the default, 4 replicas each) where the
 CLI's 4 worker processes take a minute a run, so settings can be scanned; the choice is then
@@ -97,7 +97,7 @@ def main(argv=None) -> int:
     import warnings
 
     from digest.data import load_dataset
-    from digest.partition import partition
+    from digest.data.partition import partition
     warnings.filterwarnings("ignore")
     argv = sys.argv[1:] if argv is None else argv
     spec = argv[0] if argv else "synthetic"

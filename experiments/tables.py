@@ -1,4 +1,4 @@
-"""Paper-style tables from complete runs (METHODS.md section 7), as CSV and markdown:
+"""Paper-style tables from complete runs (docs/methods.md section 7), as CSV and markdown:
 
     python -m experiments.tables --suite quick --runs results/quick/runs --out results/quick \
         [--network 10gbit,5us] [--target 0.98,0.99,0.995]
@@ -8,7 +8,7 @@ own metrics columns and peak memory: experiments/method_state.py), runs.csv, par
 accuracy within budgets of bytes and of time, the front marked: experiments/pareto.py) and tables.md (whose
 header names the machine, versions, commit and commands, read from the runs' summary.json); when
 some run has stragglers (``--slow-workers``), also straggler.csv (pace of the fast and the slow
-workers, total time, accuracy, staleness observed; issue 4).
+workers, total time, accuracy, staleness observed).
 """
 from __future__ import annotations
 
@@ -81,8 +81,8 @@ def epoch_time(frame: pd.DataFrame, net: Network | None = None) -> pd.DataFrame:
     return out
 
 
-TARGETS = (0.98, 0.99, 0.995)  # fractions of exact's best val (issue 16 item 5: beside 0.98,
-# stricter ones, which a coarse evaluation or a method that plateaus just below exact cannot fake)
+TARGETS = (0.98, 0.99, 0.995)  # fractions of exact's best val: beside 0.98, stricter ones,
+# which a coarse evaluation or a method that plateaus just below exact cannot fake
 
 
 def eval_gap(metrics: pd.DataFrame) -> int:
@@ -172,7 +172,7 @@ def _get(summary: dict, key: str, default):
 
 
 def straggler(loaded: Loaded) -> pd.DataFrame:
-    """One row per run (issue 4's straggler comparison). A worker's "epoch" is one of its own
+    """One row per run (the straggler comparison: does DIGEST-A keep its pace?). A worker's "epoch" is one of its own
     steps (a forward/backward over its partition). Synchronous methods: every worker takes every
     step, so fast and slow workers alike run epochs / total training time steps/s (the stragglers'
     sleep inside it: everyone waits for them). DIGEST-A: per worker, gradients the server applied
@@ -253,7 +253,7 @@ def build(loaded: Loaded, net: Network | None = None, fraction=TARGETS,
            "runs": report.runs_index(loaded)}
     if has_stragglers(loaded):
         out["straggler"] = straggler(loaded)
-    out["pareto"] = pareto.pareto_table(loaded, time_column=emulated_time)  # issue 20
+    out["pareto"] = pareto.pareto_table(loaded, time_column=emulated_time)
     if cluster.emulated(loaded):  # --emulate-network runs: the sweep's own tables
         out.update(cluster.build(loaded, out["time_to_accuracy"]))
     return out

@@ -1,20 +1,28 @@
-"""Shared fixtures: tiny synthetic graphs, a private data root, and a way to run a function in M
-real worker processes (through the same launcher the CLI uses)."""
+"""Shared fixtures: a private data root per test and per session, the warm worker pool, the
+``slow`` tier. The shared code itself (graphs, the one-launch worker harness, the command-line
+runners, experiment fixtures) is tests/helpers.py."""
 from __future__ import annotations
 
-import os
 import sys
 from pathlib import Path
 
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-SHARED_DATASETS = ROOT.parent / "shared" / "datasets"
+for path in (ROOT, ROOT / "tests"):  # the project, and tests/helpers.py from every sub-folder
+    if str(path) not in sys.path:
+        sys.path.insert(0, str(path))
 
-from digest.cli import import_methods  # noqa: E402  (every method, so TrainConfig.of knows them)
+from digest.cli import WORKER_MODULES, import_methods  # noqa: E402
 
-import_methods()
+import_methods()  # every method, so TrainConfig.of knows their options
+
+
+def pytest_sessionstart(session):
+    """Start the worker pool's forkserver now: it imports torch, torch_geometric and every method
+    in the background while the tests are collected, so that the first launch finds it warm."""
+    from digest.runtime.launch import prestart
+    prestart(WORKER_MODULES)
 
 
 @pytest.fixture
@@ -26,7 +34,15 @@ def data_root(tmp_path, monkeypatch):
     return root
 
 
-def needs_shared(name: str):
-    """Skip (with the reason) when ../shared/datasets/<name> is absent."""
-    return pytest.mark.skipif(not (SHARED_DATASETS / name).exists(),
-                              reason=f"{SHARED_DATASETS / name} is absent (real-data test)")
+@pytest.fixture(scope="session")
+def shared_data(tmp_path_factory):
+    """One data root for the whole session, for tests that only read what they generate (the same
+    synthetic graph and partition are then built once): never the user's ./data."""
+    return tmp_path_factory.mktemp("shared_data")
+
+
+@pytest.fixture
+def session_data(shared_data, monkeypatch):
+    """``shared_data`` as this test's DIGEST_DATA."""
+    monkeypatch.setenv("DIGEST_DATA", str(shared_data))
+    return shared_data

@@ -5,13 +5,14 @@ from __future__ import annotations
 from pathlib import Path
 
 from digest.config import TrainConfig
-from digest.launch import launch_all
+from digest.runtime.launch import launch_all
 
 
 def _body(fn, cfg_dict, part_dir, extra):
     import torch
 
-    from digest import cache, comm
+    from digest.data import cache
+    from digest.runtime import comm
     from digest.cli import import_methods
 
     import_methods()

@@ -26,14 +26,14 @@ def test_cora_gcn_matches_the_paper(tmp_path, workers):
 
 
 def _steps(cfg, rt, part):
-    from digest.trainer import Trainer
+    from digest.training.trainer import Trainer
     trainer = Trainer(cfg, rt, part)
     losses = [trainer.step(e) for e in range(cfg.optim.epochs)]
     return losses, trainer.evaluate()
 
 
 def _sage(root, dataset, epochs, normalize):
-    from digest.cache import prepare_partition
+    from digest.data.cache import prepare_partition
     from digest.config import TrainConfig
     from distributed import run_workers
     part_dir = prepare_partition(dataset, 1, "metis", 0, root)

@@ -1,6 +1,6 @@
-"""AdaQP's adaptive bit assignment (METHODS.md 8.4, ``--quant-assign adaptive``): the greedy on
-hand-made blocks, then 3 real gloo workers (budget, one assignment on every worker, exact byte
-counts, training), then resumption through the command line.
+"""AdaQP's adaptive bit assignment (docs/methods.md section 8.4, ``--quant-assign adaptive``): the
+greedy on hand-made blocks, then 3 real gloo workers (budget, one assignment on every worker, exact
+byte counts, training), then resumption through the command line.
 
 All in-process configurations run in ONE launch (worker start-up dominates the cost).
 """
@@ -13,13 +13,14 @@ import random
 import pytest
 import torch
 
-from baselines.adaqp import BWD, FWD, exchange_blocks, greedy_bits
+from baselines.adaqp import BWD, FWD, exchange_blocks
+from baselines.bit_assignment import greedy_bits
 from baselines.quantize import BITS, variance_proxy, wire_width
-from digest import comm
-from digest.cache import prepare_partition
+from digest.runtime import comm
+from digest.data.cache import prepare_partition
 from digest.config import TrainConfig, validate
-from digest.synthetic import make_synthetic
-from digest.trainer import Trainer
+from digest.data.synthetic import make_synthetic
+from digest.training.trainer import Trainer
 from distributed import run_workers
 from reliability_util import assert_resumes_identically, rows
 
@@ -138,7 +139,7 @@ def expected_bytes(policy, step, direction):
 def mixed_width_check(part) -> dict:
     """``exchange_blocks`` with a different width per (sender, receiver) pair against the exact
     exchange of the same rows: every received row within one rounding step of its range."""
-    from digest.halo import HaloPlan, exchange
+    from digest.policies.halo import HaloPlan, exchange
     plan, M, me = HaloPlan.of(part), comm.world_size(), comm.rank()
     width = lambda s, p: BITS[(2 * s + p) % 3]  # noqa: E731 - the same table on every worker
     h = torch.randn(part.n_inner, H, generator=torch.Generator().manual_seed(me)) * (me + 1)

@@ -1,4 +1,4 @@
-"""DIGEST-A checkpoint and resume (digest/asynchronous.py, digest/server.py): the server's hold and
+"""DIGEST-A checkpoint and resume (digest/asynchronous/, digest/asynchronous/server.py): the server's hold and
 its state round trip without processes; through the command line a user types, a 2-worker run
 whose rank 1 is SIGKILLed after the first checkpoint resumes to the whole budget, with complete
 results and the accuracy of an uninterrupted run; a damaged checkpoint is refused in one line.
@@ -16,7 +16,7 @@ import time
 import pytest
 import torch
 
-from digest.server import ParameterServer
+from digest.asynchronous.server import ParameterServer
 from experiments.fault_campaign import damage as damaged
 from reliability_util import cli, here, leftovers, rows
 

@@ -1,4 +1,4 @@
-"""DIGEST-A (digest/asynchronous.py): the server's bookkeeping and budget, M = 1 equivalence
+"""DIGEST-A (digest/asynchronous/): the server's bookkeeping and budget, M = 1 equivalence
 with synchronous DIGEST, real asynchronous runs over torch.distributed.rpc with a 10x slower
 worker; and --slow-workers under the synchronous loop. (Its rows per server epoch:
 test_records.py.)"""
@@ -12,12 +12,12 @@ import pytest
 import torch
 
 from digest.asynchronous import AsyncTrainer, snapshot_epochs
-from digest.cache import prepare_partition
+from digest.data.cache import prepare_partition
 from digest.config import TrainConfig
-from digest.launch import WorkerFailed
-from digest.straggler import Straggler, parse_slow_workers
-from digest.synthetic import make_synthetic
-from digest.trainer import Trainer
+from digest.runtime.launch import WorkerFailed
+from digest.training.straggler import Straggler, parse_slow_workers
+from digest.data.synthetic import make_synthetic
+from digest.training.trainer import Trainer
 from distributed import run_workers
 
 CHANCE = 1 / 8  # make_synthetic's default 8 classes
@@ -87,12 +87,12 @@ def test_worker_pull_refreshes_the_store_with_interval_one(tmp_path, monkeypatch
     item 2: the push after step 0 carried the seed's tag 0 and the server served only tags > 0,
     so that refresh was never pulled (worker 1 kept the fill's rows); a worker that ignored its
     pulls would fail the same checks."""
-    import digest.store
+    import digest.policies.store
     from digest.asynchronous import AsyncStaleHalo
-    from digest.cache import load_part
-    from digest.halo import HaloPlan
+    from digest.data.cache import load_part
+    from digest.policies.halo import HaloPlan
     from digest.models import MODELS
-    from digest.server import ParameterServer
+    from digest.asynchronous.server import ParameterServer
 
     world, hidden = 2, 4
     part_dir = prepare_partition("pull2", world, "metis", 0, tmp_path, graph=_graph())
@@ -111,7 +111,7 @@ def test_worker_pull_refreshes_the_store_with_interval_one(tmp_path, monkeypatch
                           for o in range(world) if o != dest and p.recv_counts[o]])
 
     fill_of = {}  # the fill's exchange (a collective in a real run): the owners' rows at step -1
-    monkeypatch.setattr(digest.store, "exchange", lambda h, plan, cat: fill_of[(id(plan), h.size(1))])
+    monkeypatch.setattr(digest.policies.store, "exchange", lambda h, plan, cat: fill_of[(id(plan), h.size(1))])
 
     def forward(r, step):
         def run(halo_fn):

@@ -1,5 +1,5 @@
-"""BNS-GCN (METHODS.md section 8.2) in 2 real worker processes, plus every model under PipeGCN and
-BNS-GCN: p = 1 is exact (losses over 20 epochs, GCN, SAGE and GAT), the rows a receiver gets are
+"""BNS-GCN (docs/methods.md section 8.2) in 2 real worker processes, plus every model under PipeGCN
+and BNS-GCN: p = 1 is exact (losses over 20 epochs, GCN, SAGE and GAT), the rows a receiver gets are
 its owners' rows of the same step, sampled by the shared seed and rescaled; bytes count only the
 sampled rows; GAT leaves the unsampled halo rows' edges out; --resume through the command line.
 
@@ -11,11 +11,11 @@ import math
 import pytest
 import torch
 
-from digest import comm
-from digest.cache import load_book, prepare_partition
+from digest.runtime import comm
+from digest.data.cache import load_book, prepare_partition
 from digest.config import TrainConfig, validate
-from digest.synthetic import make_synthetic
-from digest.trainer import Trainer
+from digest.data.synthetic import make_synthetic
+from digest.training.trainer import Trainer
 from distributed import run_workers
 from reliability_util import assert_resumes_identically
 

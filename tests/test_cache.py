@@ -5,12 +5,12 @@ import threading
 import pytest
 import torch
 
-import digest.cache as cache
-from digest.cache import (CacheError, cache_key, cache_root, load_book, load_manifest, load_part,
+import digest.data.cache as cache
+from digest.data.cache import (CacheError, cache_key, cache_root, load_book, load_manifest, load_part,
                           prepare_partition, save_parts, validate)
-from digest.graph import Graph, canonical_edges
-from digest.local_graph import LocalPart, extract_part
-from digest.partition import build_book, partition
+from digest.data.graph import Graph, canonical_edges
+from digest.data.local_graph import LocalPart, extract_part
+from digest.data.partition import build_book, partition
 
 PART_OF = torch.tensor([0, 1, 0, 2, 1, 0, 2, 1, 2])
 UNDIRECTED = [(0, 2), (0, 1), (1, 4), (2, 5), (5, 3), (3, 6), (4, 7), (7, 8), (6, 8), (2, 3),

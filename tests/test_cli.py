@@ -13,13 +13,13 @@ import pytest
 import torch
 
 from conftest import SHARED_DATASETS
-from digest import cache
+from digest.data import cache
 from digest.cli import main
 from digest.config import TrainConfig
 from digest.data import DatasetError, validate
-from digest.graph import Graph, canonical_edges
-from digest.synthetic import make_synthetic
-from digest.trainer import Trainer
+from digest.data.graph import Graph, canonical_edges
+from digest.data.synthetic import make_synthetic
+from digest.training.trainer import Trainer
 from distributed import run_workers
 from reliability_util import cli
 

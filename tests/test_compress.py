@@ -1,10 +1,10 @@
-"""Compression schedule and compressors (METHODS.md section 5), single process."""
+"""Compression schedule and compressors (docs/methods.md section 5), single process."""
 from __future__ import annotations
 
 import pytest
 import torch
 
-from digest.compress import compressor_factory, parse_layers, ratio_schedule, width
+from digest.policies.compress import compressor_factory, parse_layers, ratio_schedule, width
 
 
 def sched(epoch, epochs=20, r_max=32.0, r_min=1.0, slope=1.0, kind="variable", fixed=4.0):
@@ -12,18 +12,27 @@ def sched(epoch, epochs=20, r_max=32.0, r_min=1.0, slope=1.0, kind="variable", f
 
 
 def test_variable_schedule_values():
+    # the reference code's r(t) = max(r_max - s t (r_max - r_min) / (T - 2), r_min)
     assert sched(0) == 32.0
-    assert sched(10) == pytest.approx(32 - 10 * 31 / 20)  # 16.5
-    assert sched(19) == pytest.approx(1 + 31 / 20)  # slope 1: r_min is reached only at t = T
-    assert sched(20) == 1.0
-    assert sched(5, epochs=10, r_max=8, r_min=2, slope=0.5) == pytest.approx(8 - 0.5 * 5 * 6 / 10)
+    assert sched(9) == 32 - 9 * 31 / 18  # 16.5
+    assert sched(17) == 32 - 17 * 31 / 18
+    assert sched(18) == 1.0 and sched(19) == 1.0  # the last two epochs at r_min
+    assert sched(5, epochs=10, r_max=8, r_min=2, slope=0.5) == 8 - 0.5 * 5 * 6 / 8
+    # T = 200, r_max = 32 (the suites' setting): full width from epoch 198 on; dividing by T
+    # left the last epoch at 1.155 (222 of 256 columns)
+    assert [sched(t, epochs=200) for t in (0, 99, 197, 198, 199)] == [
+        32.0, 32 - 99 * 31 / 198, 32 - 197 * 31 / 198, 1.0, 1.0]
+    assert width(256, sched(197, epochs=200)) == 222 and width(256, sched(198, epochs=200)) == 256
+    # T <= 2: every epoch is one of the last two
+    assert sched(0, epochs=2) == sched(1, epochs=2) == sched(0, epochs=1) == 1.0
 
 
-@pytest.mark.parametrize("slope,epochs", [(2.0, 20), (4.0, 20), (3.0, 10), (1.5, 9)])
-def test_variable_schedule_reaches_r_min_at_T_over_s(slope, epochs):
-    rs = [sched(t, epochs=epochs, slope=slope) for t in range(epochs + 1)]
+@pytest.mark.parametrize("slope,epochs", [(2.0, 20), (4.0, 20), (3.0, 10), (1.5, 9), (1.0, 7)])
+def test_variable_schedule_reaches_r_min_at_T_minus_2_over_s(slope, epochs):
+    rs = [sched(t, epochs=epochs, slope=slope) for t in range(epochs)]
     first = next(t for t, r in enumerate(rs) if r == 1.0)
-    assert first == next(t for t in range(epochs + 1) if t >= epochs / slope)
+    assert first == next(t for t in range(epochs) if t >= (epochs - 2) / slope)
+    assert rs[-2:] == [1.0, 1.0]
     assert all(a >= b for a, b in zip(rs, rs[1:]))  # non-increasing
 
 

@@ -12,7 +12,7 @@ import digest.data.registry as registry
 from digest.data import (REGISTRY, DatasetError, data_root, list_datasets, load_dataset,
                          parse_spec, validate)
 from digest.data.presets import PRESETS
-from digest.graph import Graph
+from digest.data.graph import Graph
 
 SHARED = registry.SHARED_DATASETS
 

@@ -1,14 +1,14 @@
-"""digest/evaluation.py: ogbn-* datasets are evaluated by ogb's Evaluator (METHODS.md section 1),
-on the predictions of every worker; other datasets by hit counts over the workers."""
+"""digest/training/evaluation.py: ogbn-* datasets are evaluated by ogb's Evaluator (docs/methods.md
+section 1), on the predictions of every worker; other datasets by hit counts over the workers."""
 from __future__ import annotations
 
 import numpy as np
 import pandas as pd
 import pytest
 
-from digest.cache import prepare_partition
+from digest.data.cache import prepare_partition
 from digest.config import TrainConfig
-from digest.evaluation import ogb_name
+from digest.training.evaluation import ogb_name
 from distributed import run_workers
 
 
@@ -44,7 +44,7 @@ def train_and_evaluate(cfg, rt, part):
     inputs; also this worker's hit counts, to check the Evaluator's numbers against."""
     from ogb.nodeproppred import Evaluator
 
-    from digest.trainer import Trainer
+    from digest.training.trainer import Trainer
     calls = []
     real = Evaluator.eval
 

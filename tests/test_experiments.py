@@ -38,7 +38,7 @@ def write_run(root, label, workers, seed, epoch_times, vals, method=None, datase
                            "threads_per_worker": 1},
                "versions": {"torch": "9.9"}, "git_commit": "abc123",
                "command": f"python -m digest train --method {method or label} --workers {workers}"}
-    if bandwidth:  # an --emulate-network run (digest/netem.py's record)
+    if bandwidth:  # an --emulate-network run (digest/runtime/netem.py's record)
         summary["emulation"] = {"bandwidth": bandwidth[0], "bandwidth_bit_s": bandwidth[1],
                                 "label": f"emulated @ {bandwidth[0]}", "mtu": 1500,
                                 "qdisc": f"tbf rate {bandwidth[0]} burst 16384 latency 50ms"}
@@ -317,7 +317,7 @@ def test_a_suite_with_networks_runs_every_method_at_each():
     assert [r.name for r in runs] == ["exact@1gbit_w2_s0", "exact@100mbit_w2_s0",
                                       "varco-fixed-8@1gbit_w2_s0", "varco-fixed-8@100mbit_w2_s0"]
     assert runs[1].flags["emulate_network"] == "100mbit" and "--emulate-network" in runs[1].argv("d")
-    assert len(expand(load_suite("cluster"))) == 40 + 12 + 20  # second wave; 8 workers
+    assert len(expand(load_suite("cluster"))) == 40 + 12 + 20 + 10  # second wave; 8 workers; issue 36
     with pytest.raises(ValueError, match="unknown key.s. network"):
         suite_from_dict({**SUITE, "network": ["1gbit"]})
 

@@ -5,16 +5,16 @@ from __future__ import annotations
 
 import torch
 
-from digest import comm, perf
-from digest.cache import prepare_partition
+from digest.runtime import comm, perf
+from digest.data.cache import prepare_partition
 from digest.config import TrainConfig
 from digest.models import GCN
 from digest.models.base import GraphView
 from digest.models.dropout import dropout, float_keep_mask, keep_mask
 from digest.models.features import SparseFeatures, sparse_linear
 from digest.models.sparse import spmm
-from digest.synthetic import make_synthetic
-from digest.trainer import Trainer
+from digest.data.synthetic import make_synthetic
+from digest.training.trainer import Trainer
 from distributed import run_workers
 
 

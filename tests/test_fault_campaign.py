@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from digest import checkpoint
+from digest.training import checkpoint
 from experiments import fault_campaign as fc
 
 ROOT = Path(__file__).resolve().parents[1]

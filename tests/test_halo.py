@@ -3,12 +3,12 @@ from __future__ import annotations
 
 import torch
 
-from digest import comm
-from digest.cache import load_book, prepare_partition
+from digest.runtime import comm
+from digest.data.cache import load_book, prepare_partition
 from digest.config import TrainConfig
-from digest.halo import HaloPlan, exchange
-from digest.synthetic import make_synthetic
-from digest.trainer import Trainer
+from digest.policies.halo import HaloPlan, exchange
+from digest.data.synthetic import make_synthetic
+from digest.training.trainer import Trainer
 from distributed import run_workers
 
 
@@ -56,7 +56,8 @@ def test_forward_halo_bytes_match_the_partition_book(tmp_path):
         fwd = sum(s["bytes_halo_fwd"] for s in snaps)
         bwd = sum(s["bytes_halo_bwd"] for s in snaps)
         # layers 1 and 2 exchange hidden rows (width 10) both ways every step; layer 0's input
-        # features (12 float32 columns) are fetched once, counted in step 0 (METHODS.md section 2)
+        # features (12 float32 columns) are fetched once, counted in step 0
+        # (docs/methods.md section 2)
         assert bwd == halo_rows * (10 + 10) * 4
         assert fwd == bwd + (halo_rows * 12 * 4 if epoch == 0 else 0)
         assert all(s["bytes_store"] == 0 for s in snaps)

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from digest import launch
+from digest.runtime import launch
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -1,9 +1,9 @@
 """extract_part on a hand-made graph: exact local order, edges, degrees and sliced tensors."""
 import torch
 
-from digest.graph import Graph, canonical_edges, degree
-from digest.local_graph import extract_part
-from digest.partition import build_book
+from digest.data.graph import Graph, canonical_edges, degree
+from digest.data.local_graph import extract_part
+from digest.data.partition import build_book
 
 # Same toy graph as test_partition.py: 9 nodes, 12 undirected edges, owners interleaved.
 PART_OF = torch.tensor([0, 1, 0, 2, 1, 0, 2, 1, 2])

@@ -1,4 +1,4 @@
-"""digest/metrics.py: peak memory is the measuring program's own."""
+"""digest/training/metrics.py: peak memory is the measuring program's own."""
 from __future__ import annotations
 
 import os
@@ -8,7 +8,7 @@ from pathlib import Path
 
 import torch
 
-from digest.metrics import peak_memory_mb
+from digest.training.metrics import peak_memory_mb
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -19,7 +19,7 @@ def test_peak_memory_counts_this_program_not_the_parent_that_started_it():
     assert mine >= 400
     # a worker is started by fork + exec from a launcher that may hold a whole dataset;
     # getrusage's ru_maxrss would report the launcher's resident memory in the worker
-    code = "from digest.metrics import peak_memory_mb; print(peak_memory_mb())"
+    code = "from digest.training.metrics import peak_memory_mb; print(peak_memory_mb())"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
                          cwd=REPO, env={**os.environ, "PYTHONPATH": str(REPO)})
     assert float(out.stdout) < mine - 300
@@ -29,7 +29,7 @@ def test_peak_memory_counts_this_program_not_the_parent_that_started_it():
 def test_git_commit_is_dirty_for_code_changes_not_for_committed_results(tmp_path):
     """Rerunning a committed suite run rewrites its tracked summary.json: that must not mark the
     code as uncommitted (issue 16 item 7); a change to a tracked source file must."""
-    from digest.metrics import git_commit
+    from digest.training.metrics import git_commit
     git = ["git", "-c", "user.name=t", "-c", "user.email=t@t", "-c", "commit.gpgsign=false"]
     for f in ("digest/x.py", "results/runs/a/summary.json", "plots/p.png", "results/tables.md"):
         (tmp_path / f).parent.mkdir(parents=True, exist_ok=True)

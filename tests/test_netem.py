@@ -1,4 +1,4 @@
-"""The emulated cluster (``--emulate-network``, digest/netem.py; issue 18): every worker in a
+"""The emulated cluster (``--emulate-network``, digest/runtime/netem.py; issue 18): every worker in a
 network namespace of its own behind a shaped link, for every method; the communication time it
 measures is what the bytes cost at that bandwidth; nothing is left behind, however the run ends.
 
@@ -15,7 +15,7 @@ import time
 import pandas as pd
 import pytest
 
-from digest import netem
+from digest.runtime import netem, netns
 from digest.cli import import_methods, main
 from reliability_util import cli
 
@@ -45,7 +45,7 @@ def ours() -> set[str]:
         if line.startswith("dg-")}
     links = {line.split(":")[1].strip() for line in subprocess.run(
         ["ip", "-o", "link"], capture_output=True, text=True).stdout.splitlines()}
-    records = {p.name for p in netem._state_dir().glob("*")}
+    records = {p.name for p in netns.state_dir().glob("*")}
     return spaces | {f"link:{x}" for x in links} | {f"record:{x}" for x in records}
 
 
@@ -85,14 +85,14 @@ def test_bad_requests_are_one_line_usage_errors(tmp_path, capsys, data_root):
 def test_without_root_or_user_namespaces_the_error_says_what_is_missing(tmp_path, capsys,
                                                                          monkeypatch, data_root):
     monkeypatch.setattr(netem.os, "geteuid", lambda: 1000)
-    monkeypatch.setattr(netem, "_userns_ok", lambda: False)
+    monkeypatch.setattr(netns, "userns_ok", lambda: False)
     rc, err = _one_line(capsys, train(tmp_path))
     assert rc == 2 and len(err) == 1 and "needs root, or unprivileged user namespaces" in err[0]
 
 
 @needs_netns
 def test_latency_needs_netem_which_this_kernel_lacks(tmp_path, capsys, data_root, clean):
-    if netem._has_netem():
+    if netns.has_netem():
         pytest.skip("this kernel has netem: --emulate-latency is available here")
     rc, err = _one_line(capsys, train(tmp_path, "exact", "1gbit", "--emulate-latency", "1ms"))
     assert rc == 2 and len(err) == 1 and "needs the netem qdisc" in err[0], err
@@ -201,7 +201,7 @@ def test_a_later_run_removes_what_a_dead_run_left(tmp_path, clean):
     dead = subprocess.Popen(["true"])
     dead.wait()
     run, orphan = os.urandom(3).hex(), f"dg-{os.urandom(3).hex()}-w0"
-    record = netem._state_dir() / f"{run}.json"
+    record = netns.state_dir() / f"{run}.json"
     record.write_text(json.dumps({"run": run, "owner": dead.pid, "owner_start": "1",
                                   "namespaces": [f"dg-{run}-w0"]}))
     subprocess.run(["ip", "netns", "add", f"dg-{run}-w0"], check=True)
@@ -229,7 +229,7 @@ def test_a_failed_start_leaves_nothing(tmp_path, clean, monkeypatch):
 
 
 @needs_netns
-@pytest.mark.skipif(not netem._userns_ok(), reason="unprivileged user namespaces are not allowed")
+@pytest.mark.skipif(not netns.userns_ok(), reason="unprivileged user namespaces are not allowed")
 def test_the_unprivileged_path_runs_in_a_user_namespace(tmp_path, clean):
     """What a user without root gets where the kernel allows user namespaces: the run
     re-executes itself as root of a user + mount + network namespace of its own (forced here,

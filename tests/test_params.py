@@ -1,14 +1,14 @@
-"""Parameter policies (digest/params.py): the flat buffer helpers, and model averaging under
+"""Parameter policies (digest/policies/params.py): the flat buffer helpers, and model averaging under
 ``--local-steps K``: evaluated (and finished) only on averaged parameters, identical on every
 worker at those steps."""
 from __future__ import annotations
 
 import torch
 
-from digest.cache import prepare_partition
+from digest.data.cache import prepare_partition
 from digest.config import TrainConfig
-from digest.params import ModelAveraging, flatten, unflatten
-from digest.trainer import Trainer
+from digest.policies.params import ModelAveraging, flatten, unflatten
+from digest.training.trainer import Trainer
 from distributed import run_workers
 
 

@@ -1,6 +1,6 @@
-"""experiments/pareto.py (issue 20): best test accuracy within a budget of bytes / of time, the
-front marked, budgets as documented, the plot, and the recompute path. Hand-made run folders
-(tests/test_experiments.py's write_run), exact expected values, no training."""
+"""experiments/pareto.py and pareto_render.py: best test accuracy within a budget of bytes / of
+time, the front marked, budgets as documented, the plot, and the recompute path. Hand-made run
+folders (tests/test_experiments.py's write_run), exact expected values, no training."""
 from __future__ import annotations
 
 import json
@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from experiments import pareto, plots, recompute, report, tables
+from experiments import pareto, pareto_render, plots, recompute, report, tables
 from experiments.load import load
 from test_experiments import write_run
 from test_recompute import args, fake_suite
@@ -123,7 +123,7 @@ def test_mean_over_seeds_only_when_every_seed_has_a_value(runs):
     assert at(t, "bytes", 8000, "b") == .9 and not at(t, "bytes", 8000, "b", "on_front")
     assert at(t, "bytes", 8000, "s", "on_front")
     assert not t[(t.axis == "bytes") & (t.budget == 4000)].on_front.any()  # s has no value there
-    md = pareto.section(t, 5)
+    md = pareto_render.section(t, 5)
     assert ("| <= 0.00381 MiB | 85.00 (1 seed) | 70.00 (1 seed) | 70.00 (1 seed) | – "
             "| – (1/2 seeds) | – |") in md
     assert "| <= 0.00763 MiB | 85.00 (1 seed) | 90.00 (1 seed) | 70.00 (1 seed) | 90.00 (1 seed) " \
@@ -172,7 +172,7 @@ def test_emulated_times_are_their_own_axes(runs):
 
 def test_markdown_section_and_the_reading(runs, tmp_path):
     t = pareto.pareto_table(load(runs), n=3)
-    md = pareto.section(t, 5)
+    md = pareto_render.section(t, 5)
     assert "## 5. Pareto: best test accuracy (%) within a budget of bytes or of time" in md
     assert "### toy, M=2: bytes" in md and "### toy, M=2: time, measured" in md
     assert "| budget | a | b | c | late | front |" in md
@@ -181,11 +181,11 @@ def test_markdown_section_and_the_reading(runs, tmp_path):
     assert "| <= 0.2 s | 70.00 | **90.00** | 70.00 | – | b |" in md
     assert pareto.fronts(t)["toy"]["bytes"] == [(500.0, "B", ["c"]), (2000.0, "B", ["a", "c"]),
                                                 (8000.0, "B", ["b", "late"])]
-    assert pareto.reading(t) == [
+    assert pareto_render.reading(t) == [
         "toy, bytes: c at <= 0.000477, 0.00191 MiB; a at <= 0.00191 MiB; b at <= 0.00763 MiB; "
         "late at <= 0.00763 MiB",
         "toy, time, measured: b at <= 0.05, 0.2, 0.8 s; late at <= 0.8 s"]
-    assert f"- {pareto.reading(t)[0]}" in md
+    assert f"- {pareto_render.reading(t)[0]}" in md
     # through the tables: pareto.csv and the section after the others
     assert tables.main(["--runs", str(runs), "--out", str(tmp_path / "t")]) == 0
     csv = pd.read_csv(tmp_path / "t" / "pareto.csv")

@@ -2,10 +2,10 @@
 import pytest
 import torch
 
-from digest.graph import Graph, canonical_edges
-from digest.local_graph import extract_part
-from digest.partition import PartitionError, assign_parts, build_book, partition, partition_stats
-from digest.synthetic import make_synthetic
+from digest.data.graph import Graph, canonical_edges
+from digest.data.local_graph import extract_part
+from digest.data.partition import PartitionError, assign_parts, build_book, partition, partition_stats
+from digest.data.synthetic import make_synthetic
 
 # 9 nodes, 12 undirected edges, 3 parts. Owners interleave so that ids and positions differ.
 PART_OF = torch.tensor([0, 1, 0, 2, 1, 0, 2, 1, 2])

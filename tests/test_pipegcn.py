@@ -1,4 +1,4 @@
-"""PipeGCN (METHODS.md section 8.1) in 3 real worker processes: the halo rows of step t are the
+"""PipeGCN (docs/methods.md section 8.1) in 3 real worker processes: the halo rows of step t are the
 owners' rows of step t-1 and the boundary gradients added at step t+1 are the receivers' halo
 gradients of step t, row for row; smoothing; bytes; and --resume through the command line.
 
@@ -8,11 +8,11 @@ from __future__ import annotations
 import pytest
 import torch
 
-from digest import comm
-from digest.cache import prepare_partition
+from digest.runtime import comm
+from digest.data.cache import prepare_partition
 from digest.config import TrainConfig, validate
-from digest.synthetic import make_synthetic
-from digest.trainer import Trainer
+from digest.data.synthetic import make_synthetic
+from digest.training.trainer import Trainer
 from distributed import run_workers
 from reliability_util import assert_resumes_identically
 

@@ -7,7 +7,7 @@ import pytest
 
 from digest.data import REGISTRY, DatasetError, list_datasets, load_dataset, parse_spec
 from digest.data.presets import PRESETS
-from digest.synthetic import make_synthetic
+from digest.data.synthetic import make_synthetic
 
 # Reduced sizes (nodes, communities): about as many nodes per community as at full size, so that
 # the same-class pairs inside a community (where duplicates are lost) weigh the same.

@@ -1,4 +1,4 @@
-"""digest/profile.py: the profiled window, and the per-rank reports of real 2-worker runs."""
+"""digest/runtime/profile.py: the profiled window, and the per-rank reports of real 2-worker runs."""
 from __future__ import annotations
 
 import json
@@ -6,7 +6,7 @@ import json
 import pytest
 
 from digest.cli import main
-from digest.profile import StepProfiler
+from digest.runtime.profile import StepProfiler
 
 
 def test_window_skips_the_warm_up_and_fits_short_and_resumed_runs():

@@ -1,10 +1,10 @@
-"""Metric rows (digest/records.py): one row per synchronous epoch and per DIGEST-A server epoch
+"""Metric rows (digest/training/records.py): one row per synchronous epoch and per DIGEST-A server epoch
 from the workers' step records, built by the same ``combine``."""
 from __future__ import annotations
 
 import pytest
 
-from digest.records import async_summary, combine, server_epochs
+from digest.training.records import async_summary, combine, server_epochs
 
 
 def test_a_synchronous_epoch_row():

@@ -3,7 +3,7 @@ with one line and leaves no process behind; a killed run leaves no result (only 
 its checkpoint) and ``--resume`` continues it to the same per-epoch losses and accuracies as an
 uninterrupted run; the same command twice gives the same metrics (train loss, accuracies).
 
-Faults come from the test-only hooks of digest/trainer.py (``_fault_injection``). Multi-worker
+Faults come from the test-only hooks of digest/training/trainer.py (``_fault_injection``). Multi-worker
 runs and every kill are real ``python -m digest`` processes; to keep the suite short, the other
 single-worker legs call the same ``digest.cli.main`` in this process (one worker runs in-process
 under the CLI anyway)."""
@@ -163,7 +163,7 @@ def test_ctrl_c_stops_every_process_at_once(tmp_path, data, method):
 
 def test_a_worker_that_stops_answering_ends_the_run_naming_it(tmp_path, data):
     """Rank 1 SIGSTOPped (alive, answering no one): rank 0's collective times out after
-    --timeout, and the launcher names rank 1 as the cause (digest/unresponsive.py) and SIGKILLs
+    --timeout, and the launcher names rank 1 as the cause (digest/runtime/unresponsive.py) and SIGKILLs
     it, instead of naming only rank 0 and waiting 30 s for a SIGTERM it cannot receive."""
     run = tmp_path / "run"
     args = ["train", "--dataset", DATASET, "--method", "exact", "--workers", 2, "--hidden", 16,

@@ -1,5 +1,5 @@
-"""SANCUS and AdaQP (METHODS.md 8.3, 8.4) in 2 real gloo worker processes, plus their resumption
-through the command line.
+"""SANCUS and AdaQP (docs/methods.md sections 8.3, 8.4) in 2 real gloo worker processes, plus their
+resumption through the command line.
 
 All in-process configurations run in ONE launch (worker start-up dominates the cost); each test
 checks one property of the recorded per-epoch losses, bytes and method state.
@@ -17,12 +17,12 @@ import pytest
 import torch
 
 from baselines.sancus import SkipExchange
-from digest import comm
-from digest.cache import load_book, prepare_partition
+from digest.runtime import comm
+from digest.data.cache import load_book, prepare_partition
 from digest.config import TrainConfig, validate
-from digest.halo import exchange
-from digest.synthetic import make_synthetic
-from digest.trainer import Trainer
+from digest.policies.halo import exchange
+from digest.data.synthetic import make_synthetic
+from digest.training.trainer import Trainer
 from distributed import run_workers
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -79,7 +79,7 @@ def train_all(cfg, rt, part, runs):
 def grad_check(rt, part):
     """With every block skipped (the halo comes from a cache), the owners' row gradients equal
     the exact exchange's for the same upstream gradient: backward is never skipped."""
-    from digest.halo import HaloPlan
+    from digest.policies.halo import HaloPlan
     plan = HaloPlan.of(part)
     g = torch.Generator().manual_seed(rt.rank)
     h = torch.randn(part.n_inner, 5, generator=g, requires_grad=True)

@@ -1,4 +1,4 @@
-"""digest/server.py: the server's bookkeeping and budget; its process ending the run when it
+"""digest/asynchronous/server.py: the server's bookkeeping and budget; its process ending the run when it
 cannot join, and going when its rank 0 is killed. Started, seeded and serving real workers, it is
 exercised by every DIGEST-A run in test_asynchronous.py."""
 from __future__ import annotations
@@ -14,7 +14,7 @@ from pathlib import Path
 import psutil
 import torch
 
-from digest.server import ParameterServer, ServerProcess
+from digest.asynchronous.server import ParameterServer, ServerProcess
 from reliability_util import _alive
 
 
@@ -73,7 +73,7 @@ def test_the_server_goes_when_rank_0_is_killed(tmp_path):
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
     rank0 = subprocess.Popen(
-        [sys.executable, "-c", "import time; from digest.server import ServerProcess; "
+        [sys.executable, "-c", "import time; from digest.asynchronous.server import ServerProcess; "
          f"p = ServerProcess(2, 60, on_early_exit=print); p.start('127.0.0.1', {port}); "
          "print(p.proc.pid, flush=True); time.sleep(120)"],
         stdout=subprocess.PIPE, text=True, cwd=Path(__file__).resolve().parents[1])

@@ -1,4 +1,4 @@
-"""DIGEST's stale representation store (METHODS.md section 4) behaves as specified."""
+"""DIGEST's stale representation store (docs/methods.md section 4) behaves as specified."""
 from __future__ import annotations
 
 import pytest
@@ -6,11 +6,11 @@ import torch
 import torch.nn.functional as F
 from torch_geometric.nn import GCNConv
 
-from digest import comm
-from digest.cache import load_book, prepare_partition
+from digest.runtime import comm
+from digest.data.cache import load_book, prepare_partition
 from digest.config import TrainConfig
-from digest.synthetic import make_synthetic
-from digest.trainer import Trainer
+from digest.data.synthetic import make_synthetic
+from digest.training.trainer import Trainer
 from distributed import run_workers
 
 STEPS = 6

@@ -4,8 +4,8 @@ from __future__ import annotations
 import pytest
 import torch
 
-from digest.graph import canonical_edges, degree
-from digest.synthetic import make_synthetic, random_split
+from digest.data.graph import canonical_edges, degree
+from digest.data.synthetic import make_synthetic, random_split
 
 
 @pytest.fixture(scope='module')
@@ -104,7 +104,7 @@ def test_default_graph_is_unchanged_by_the_community_option():
 
 
 def test_communities_keep_edges_local_and_partitions_small():
-    from digest.partition import partition, partition_stats
+    from digest.data.partition import partition, partition_stats
     kw = dict(nodes=20000, classes=4, avg_degree=16, features=4, homophily=0.8, seed=0)
     flat = make_synthetic(**kw)
     local = make_synthetic(**kw, communities=16, locality=0.9)

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import torch
 
-from digest.synthetic import make_synthetic
+from digest.data.synthetic import make_synthetic
 from experiments.synthetic_scan import train
 
 

@@ -7,12 +7,12 @@ import torch
 import torch.nn.functional as F
 from torch_geometric.nn import GATConv, GCNConv, SAGEConv
 
-from digest import comm
-from digest.cache import prepare_partition
+from digest.runtime import comm
+from digest.data.cache import prepare_partition
 from digest.config import TrainConfig
 from digest.models import MODELS
-from digest.synthetic import make_synthetic
-from digest.trainer import Trainer
+from digest.data.synthetic import make_synthetic
+from digest.training.trainer import Trainer
 from distributed import run_workers
 
 EPOCHS = 20

@@ -1,4 +1,4 @@
-"""digest/unresponsive.py on plain processes: a stopped rank is noted, and killed once another
+"""digest/runtime/unresponsive.py on plain processes: a stopped rank is noted, and killed once another
 rank has exited; a running one is left alone."""
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from pathlib import Path
 
 import psutil
 
-from digest.unresponsive import Watch
+from digest.runtime.unresponsive import Watch
 
 
 def _sleeper() -> subprocess.Popen:
@@ -40,7 +40,7 @@ def test_a_stopped_rank_is_named_and_killed_once_a_peer_exits():
 
 
 def test_register_writes_the_pid_under_the_rank(tmp_path, monkeypatch):
-    from digest.unresponsive import register
+    from digest.runtime.unresponsive import register
     monkeypatch.setenv("DIGEST_PID_DIR", str(tmp_path))
     monkeypatch.setenv("RANK", "3")
     register()

@@ -1,16 +1,16 @@
-"""DIGEST with vanishing staleness (baselines/vanishing.py, METHODS.md section 8.5): the decreasing
-schedule syncs at the steps its formula gives, drift with TAU = 0 syncs every step, fixed is
-DIGEST, and every schedule keeps DIGEST's exact step 0."""
+"""DIGEST with vanishing staleness (baselines/vanishing.py, docs/methods.md section 8.5): the
+decreasing schedule syncs at the steps its formula gives, drift with TAU = 0 syncs every step, fixed
+is DIGEST, and every schedule keeps DIGEST's exact step 0."""
 from __future__ import annotations
 
 import pytest
 
 from baselines.vanishing import interval_at
-from digest import comm
-from digest.cache import prepare_partition
+from digest.runtime import comm
+from digest.data.cache import prepare_partition
 from digest.config import TrainConfig
-from digest.synthetic import make_synthetic
-from digest.trainer import Trainer
+from digest.data.synthetic import make_synthetic
+from digest.training.trainer import Trainer
 from distributed import run_workers
 
 EPOCHS = 12

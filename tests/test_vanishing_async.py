@@ -7,14 +7,14 @@ from __future__ import annotations
 import pytest
 import torch
 
-import digest.store
+import digest.policies.store
 from baselines.vanishing_async import AsyncVanishingHalo
 from digest.asynchronous import AsyncStaleHalo, AsyncTrainer
-from digest.cache import load_part, prepare_partition
+from digest.data.cache import load_part, prepare_partition
 from digest.config import TrainConfig
-from digest.halo import HaloPlan
+from digest.policies.halo import HaloPlan
 from digest.models import MODELS
-from digest.synthetic import make_synthetic
+from digest.data.synthetic import make_synthetic
 from distributed import run_workers
 
 HIDDEN = 4
@@ -48,7 +48,7 @@ def push_steps(part, monkeypatch, versions, budget, rows=None, cls=AsyncVanishin
     ``rows(t)``: the scale of its hidden rows at step t (default: new rows every step). Returns
     the steps after which it pushed (the start-up seed not counted)."""
     rows = rows or (lambda t: 2.0 + t)
-    monkeypatch.setattr(digest.store, "exchange",  # the fill's collective: zero halo rows
+    monkeypatch.setattr(digest.policies.store, "exchange",  # the fill's collective: zero halo rows
                         lambda h, plan, cat: torch.zeros(sum(plan.recv_counts), h.size(1)))
     model = MODELS["gcn"](part.x.size(1), HIDDEN, 4, 3, 0.0)
     client = _Client(budget)

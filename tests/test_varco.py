@@ -8,11 +8,11 @@ from __future__ import annotations
 import pytest
 import torch
 
-from digest import comm
-from digest.cache import load_book, prepare_partition
+from digest.runtime import comm
+from digest.data.cache import load_book, prepare_partition
 from digest.config import TrainConfig, validate
-from digest.synthetic import make_synthetic
-from digest.trainer import Trainer
+from digest.data.synthetic import make_synthetic
+from digest.training.trainer import Trainer
 from distributed import run_workers
 
 H = 16  # hidden width = F of every exchanged layer
@@ -30,6 +30,7 @@ RUNS = {
     "varco_learned_r4": dict(method="varco", compressor="learned", comp_schedule="fixed",
                              comp_ratio=4.0, epochs=4),
     "varco_variable": dict(method="varco", comp_max=8.0, comp_slope=2.0),
+    "varco_default": dict(method="varco", epochs=8),  # r_max 32, r_min 1, slope 1
     "digest": dict(method="digest", sync_interval=3),
     "digest_none": dict(method="digest", sync_interval=3, compressor="none"),
     "digest_slice": dict(method="digest", sync_interval=3, compressor="slice"),
@@ -109,15 +110,30 @@ def test_compressed_bytes_are_k_columns(world):
     assert abs(total(ranks, "varco_r4", "loss")[0] - total(ranks, "exact", "loss")[0]) > 1e-4
 
 
-def test_variable_schedule_reaches_r_min_at_T_over_s(world):
+def test_variable_schedule_reaches_r_min_at_T_minus_2_over_s(world):
     rows, ranks = world
     ratios = [r["comp_ratio"] for r in ranks[0]["varco_variable"]["rows"]]
     assert ratios[0] == 8.0
-    assert ratios[5] == pytest.approx(8 - 2 * 5 * 7 / 20)
-    assert min(t for t, r in enumerate(ratios) if r == 1.0) == 10  # T / s = 20 / 2
+    assert ratios[5] == pytest.approx(8 - 2 * 5 * 7 / 18)  # the reference code divides by T - 2
+    assert min(t for t, r in enumerate(ratios) if r == 1.0) == 9  # (T - 2) / s = 18 / 2
     fwd = total(ranks, "varco_variable", "bytes_halo_fwd")
     assert hidden_fwd(ranks, "varco_variable", rows)[0] == rows * (2 + H) * 4  # k = ceil(16 / 8)
-    assert fwd[10:] == total(ranks, "exact", "bytes_halo_fwd")[10:]
+    assert fwd[9:] == total(ranks, "exact", "bytes_halo_fwd")[9:]
+
+
+def test_default_schedule_ends_with_two_full_width_epochs(world):
+    """The reference code's r(t) = max(32 - 31 t / (T - 2), 1) at T = 8: full width (k = F = 16,
+    the exact method's bytes) in the last two epochs, and only there."""
+    rows, ranks = world
+    got = ranks[0]["varco_default"]["rows"]
+    assert [r["comp_ratio"] for r in got] == [max(32 - 31 * t / 6, 1.0) for t in range(8)]
+    assert [r["comp_ratio"] for r in got][-3:] == [32 - 31 * 5 / 6, 1.0, 1.0]
+    assert [r["comp_width"] for r in got] == [1, 1, 1, 1, 2, 3, H, H]  # ceil(16 / r(t))
+    assert hidden_fwd(ranks, "varco_default", rows) == [rows * (k + H) * 4
+                                                        for k in (1, 1, 1, 1, 2, 3, H, H)]
+    exact_bwd = total(ranks, "exact", "bytes_halo_bwd")[0]
+    assert total(ranks, "varco_default", "bytes_halo_bwd")[-2:] == [exact_bwd] * 2
+    assert total(ranks, "varco_default", "bytes_halo_bwd")[-3] < exact_bwd
 
 
 def test_learned_codec_is_trained_and_identical_on_every_worker(world):

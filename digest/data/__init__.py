@@ -1,4 +1,4 @@
-"""Datasets: ``load_dataset(spec) -> Graph`` (METHODS.md 1), in three parts:
+"""Datasets: ``load_dataset(spec) -> Graph`` (docs/methods.md section 1), in three parts:
 
 - ``registry.py``: the datasets known, ``synthetic:`` options, ``parse_spec``, ``SIZES``, the data
   root and the shared mirror, ``list_datasets``;

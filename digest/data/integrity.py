@@ -1,5 +1,5 @@
 """Integrity checks of a dataset: ``validate`` (dtypes, shapes, finite features, ids in range of a
-loaded ``Graph``), ``_suspect`` (which raw file fails an integrity read when a load fails), and the
+loaded ``Graph``), ``suspect_file`` (which raw file fails an integrity read when a load fails), and the
 memory check made before anything is generated or loaded (``memory_estimate``, ``check_memory``)."""
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from ..graph import Graph
+from .graph import Graph
 from .registry import SIZES, DatasetError, DatasetInfo, parse_spec
 
 
@@ -46,7 +46,7 @@ def check_memory(spec: str) -> None:
                            f'has {_human(have)} available')
 
 
-def _suspect(where: Path, info: DatasetInfo) -> str:
+def suspect_file(where: Path, info: DatasetInfo) -> str:
     """Name the first raw file of ``info`` under ``where`` that fails an integrity read (zip CRC,
     gzip stream, npy, json, pickle), or list them all when each reads."""
     for f in info.files:

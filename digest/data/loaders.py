@@ -1,5 +1,5 @@
-"""Dataset loaders: ``load_dataset(spec) -> Graph`` (METHODS.md 1) for the generated synthetic
-graph and the real datasets.
+"""Dataset loaders: ``load_dataset(spec) -> Graph`` (docs/methods.md section 1) for the generated
+synthetic graph and the real datasets.
 
 Real datasets go through their PyG / OGB classes, strictly offline: raw files are checked BEFORE a
 class is built (so no download is ever attempted); missing ones are copied from the shared
@@ -17,19 +17,19 @@ from pathlib import Path
 
 import torch
 
-from ..graph import Graph, canonical_edges
-from ..synthetic import make_synthetic, random_split
+from .graph import Graph, canonical_edges
+from .synthetic import make_synthetic, random_split
 from . import registry
-from .integrity import _suspect, check_memory, validate
-from .registry import DatasetError, DatasetInfo, _missing, data_root, parse_spec
+from .integrity import suspect_file, check_memory, validate
+from .registry import DatasetError, DatasetInfo, missing_files, data_root, parse_spec
 
 SPARSE_BELOW = 0.05  # 'auto' keeps features as sparse COO below this density
 
 
 def _ensure_files(info: DatasetInfo, root: Path) -> Path:
     """Make the raw files present under ``root/folder`` (copying the shared mirror if needed)."""
-    where, missing = root / info.folder, _missing(info, root)
-    if missing and not _missing(info, registry.SHARED_DATASETS):
+    where, missing = root / info.folder, missing_files(info, root)
+    if missing and not missing_files(info, registry.SHARED_DATASETS):
         try:
             shutil.copytree(registry.SHARED_DATASETS / info.folder, where, dirs_exist_ok=True,
                             copy_function=shutil.copyfile)
@@ -39,7 +39,7 @@ def _ensure_files(info: DatasetInfo, root: Path) -> Path:
         except OSError as e:
             raise DatasetError(f'{info.name}: cannot copy {registry.SHARED_DATASETS / info.folder} '
                                f'to {where}: {e}') from None
-        missing = _missing(info, root)
+        missing = missing_files(info, root)
     if missing:
         raise DatasetError(f'{info.name}: missing {", ".join(missing)} in {where} (no network '
                            'here); on a connected machine '
@@ -107,7 +107,7 @@ def _load_real(info: DatasetInfo, root: Path):
             if had_processed and attempt == 0:
                 continue  # a stale or corrupt processed/ cache: rebuild once from the raw files
             msg = (str(e).splitlines() or [''])[0][:160]
-            raise DatasetError(f'{info.name}: {_suspect(where, info)} in {where} looks corrupt or '
+            raise DatasetError(f'{info.name}: {suspect_file(where, info)} in {where} looks corrupt or '
                                f'truncated ({type(e).__name__}: {msg}); fetch it again from '
                                f'{info.url}') from None
 

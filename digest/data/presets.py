@@ -2,7 +2,7 @@
 statistics it is built to have, which ``tests/test_presets.py`` checks on generated graphs.
 
 The OGB-shaped presets are synthetic stand-ins: a graph of the same size and shape (nodes, edges,
-feature width, classes, edge homophily, split fractions) drawn by ``digest.synthetic``, never the
+feature width, classes, edge homophily, split fractions) drawn by ``digest.data.synthetic``, never the
 OGB graph. Results on them are results on a synthetic graph, not OGB results; the real graphs run
 as ``--dataset ogbn-arxiv`` / ``ogbn-products`` when their files are in the data root.
 
@@ -47,7 +47,7 @@ this 2-core machine (2026-12-02, nothing else running):
   2026-12-03 at 940b68a and added the former default's 12 at 32cda69).
   ``signal`` = 0.15 puts exact at about 80.5% and keeps PSGD-PA's loss above a point on average
   and in two of the three seeds. Partition-based training with gradient all-reduce (the
-  ``partition`` default, METHODS.md section 3) loses nothing on any of these graphs: the quick
+  ``partition`` default, docs/methods.md section 3) loses nothing on any of these graphs: the quick
   suite runs both forms so that table 1 shows both.
 
 Why ``aligned``: a GCN trained on the graph minus METIS's cut edges, with the gradients of every
@@ -144,8 +144,8 @@ PRESETS = {
     # 0), where partition-based training lost no point in any form (the scans above)
     'unaligned': _preset('the former default: communities independent of the classes', 20_000,
                          120_000, 64, 10, 0.765, signal=0.12, **_COMMUNITY_GRAPH),
-    # the embedded default before issue 17: make_synthetic's own defaults (3,000 nodes)
-    'classic': Preset({}, 3000, 30_000, 64, 8, 0.78, 'the default before issue 17: 3,000 nodes, easy'),
+    # the first embedded default: make_synthetic's own defaults (3,000 nodes)
+    'classic': Preset({}, 3000, 30_000, 64, 8, 0.78, 'the first default: 3,000 nodes, easy'),
 }
 
 

@@ -150,7 +150,7 @@ def parse_spec(spec: str) -> tuple[DatasetInfo, dict]:
     return info, out
 
 
-def _missing(info: DatasetInfo, base: Path) -> list[str]:
+def missing_files(info: DatasetInfo, base: Path) -> list[str]:
     return [f for f in info.files if not (base / info.folder / f).is_file()]
 
 
@@ -160,8 +160,8 @@ def list_datasets(root: str | os.PathLike | None = None) -> list[dict]:
     r = data_root(root)
     rows = [dict(name=i.name, kind=i.kind, url=i.url,
                  where=str(r / i.folder) if i.folder else '(generated) ' + _size(PRESETS['default']),
-                 available=i.kind == 'synthetic' or not _missing(i, r)
-                 or not _missing(i, SHARED_DATASETS)) for i in REGISTRY.values()]
+                 available=i.kind == 'synthetic' or not missing_files(i, r)
+                 or not missing_files(i, SHARED_DATASETS)) for i in REGISTRY.values()]
     presets = [dict(name=f'synthetic:preset={k}', kind='synthetic', url='', available=True,
                     where=f'(generated) {_size(p)}; {p.about}')
                for k, p in PRESETS.items() if k != 'default']

@@ -4,7 +4,7 @@ from __future__ import annotations
 import torch
 from torch_geometric.nn import GATConv
 
-from ..local_graph import LocalPart
+from ..data.local_graph import LocalPart
 from .base import GNN, GraphView, local_edges
 from .features import is_lazy, linear_blocks
 
@@ -14,6 +14,7 @@ class GAT(GNN):
     # the first layer's linear map runs on its (sparse) input rows directly, as GCN's does
     sparse_input = True
     lazy_input = True
+    normalize_by_default = True  # as the committed suites run it (base.py)
 
     def make_conv(self, in_dim, out_dim):
         # self-loops are already in the view's edge list (inner rows only)

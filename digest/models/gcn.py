@@ -1,11 +1,12 @@
-"""GCN (Kipf & Welling) with GLOBAL-degree normalisation D^-1/2 (A+I) D^-1/2 (METHODS.md section 1)."""
+"""GCN (Kipf & Welling) with GLOBAL-degree normalisation D^-1/2 (A+I) D^-1/2 (docs/methods.md
+section 1)."""
 from __future__ import annotations
 
 import torch
 import torch.nn.functional as F
 from torch_geometric.nn import GCNConv
 
-from ..local_graph import LocalPart
+from ..data.local_graph import LocalPart
 from .base import GNN, GraphView, local_edges
 from .features import is_lazy, linear_blocks
 from .sparse import blocks, spmm

@@ -5,7 +5,7 @@ from __future__ import annotations
 import torch
 from torch_geometric.nn import SAGEConv
 
-from ..local_graph import LocalPart
+from ..data.local_graph import LocalPart
 from .base import GNN, GraphView, local_edges
 from .features import is_lazy, linear_blocks
 from .sparse import blocks, spmm
@@ -15,6 +15,7 @@ class SAGE(GNN):
     # the mean is linear, so the first layer can transform its (sparse) inputs first, as GCN's does
     sparse_input = True
     lazy_input = True
+    normalize_by_default = True  # raw bag-of-words rows blow up its first step (base.py)
 
     def make_conv(self, in_dim, out_dim):
         return SAGEConv(in_dim, out_dim, aggr="mean")

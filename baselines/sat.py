@@ -1,0 +1,246 @@
+"""SAT (docs/methods.md section 10.1; Bai, Yu, Chai, Cheng, Zhao, arXiv 2308.13466): DIGEST's stale
+halo rows replaced, between store refreshes, by a small learned predictor's extrapolation.
+
+- Base: DIGEST (digest/policies/store.py ``StaleHalo``) unchanged: interval I
+  (``--sync-interval``), push/pull at sync steps, the exact fill before step 0, stale rows carry
+  no gradient. SAT changes only the halo tensor hidden layer l (1..L-1) reads.
+- Temporal graph T_m of worker m: the subgraph of G induced on V_m and its halo H_m, both edge
+  directions, halo-halo edges included, self-loops added; built once at start-up. The halo-halo
+  edges are not in a worker's part: the owner of an edge's destination finds it, and the edge
+  lists travel once by ``comm.all_gather_object`` (start-up topology, like the partition, not
+  training bytes). Snapshot of layer l at step t: [this step's inner rows h^l_t[V_m] (detached);
+  the store rows of H_m], appended every step; the predictor reads the last W
+  (``--sat-window``, default 5, fewer at the start).
+- Predictor P_l (one per hidden layer and worker; baselines/sat_predictor.py): a one-layer LSTM
+  (width F_l, zero initial state) run per node over the window in time order, its final hidden
+  state through a 2-layer GCN on T_m (F_l -> F_l -> F_l, ReLU between, plain sum aggregation, no
+  degree normalisation: the reference code's ``nn.LSTM`` + ``GCN(num_layers=2,
+  normalize=False)``); its rows of H_m are the prediction. Only H_m's outputs are used, so it
+  runs on the 2-hop neighbourhood of H_m in T_m (the same output; a test compares it with all of
+  T_m). ``--sat-predictor identity`` returns the last snapshot's halo rows, i.e. the store rows:
+  DIGEST, for tests and as an ablation.
+- Use: the prediction, detached (no gradient from the GNN loss reaches P, nothing is sent), from
+  P_l's first training step on; before it DIGEST's store rows *(choice: warm-up)*.
+  ``--sat-gate``: after a sync, a layer whose prediction error was not below the staleness error
+  uses the store rows until the next sync.
+- Training, at sync steps only (the only moments fresh rows exist): the prediction made in step
+  s's forward (its graph kept) against the rows DIGEST's pull just brought, Z_s; loss = sum over
+  layers of the MSE over halo rows and columns; one Adam step (``--sat-lr``, default 0.1, the
+  reference code's ``lr_aux``). ``--sat-replay R`` adds the R - 1 previous sync pairs (their windows
+  kept, predicted again with the current predictor). Predictors are private (no bytes); with
+  ``--sat-shared`` their gradients are averaged over workers at each sync (counted as params).
+  Predictor parameters start equal on every worker (seeded by run seed and layer, without
+  touching the training's random stream).
+
+Metrics (per step; at sync steps for the errors): everything DIGEST reports (``staleness_repr``,
+``store_syncs``, ``stale_err_l{l}`` = ||S_old - Z|| / ||Z||), plus ``pred_err_l{l}`` =
+||H^ - Z|| / ||Z|| of the same sync, ``sat_loss``, ``sat_used_l{l}`` (1: this step read the
+prediction), ``sat_gate_l{l}`` (with --sat-gate: 1 = closed, store rows until the next sync),
+``sat_time`` (seconds of predictor forward, backward and update: compute apart from the GNN's),
+``sat_mem_mb`` (predictor parameters, optimiser state, snapshot windows and kept pairs).
+
+Shapes: ``halo(l, h_inner [n_inner, F]) -> [n_halo, F]``; a window ``[k, W, F]`` over the k nodes
+the predictor runs on.
+"""
+from __future__ import annotations
+
+import time
+from collections import deque
+from dataclasses import dataclass
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor, nn
+
+from digest.methods import register
+from digest.options import Options, option
+from digest.policies.params import ParamOptions, flatten, grads_of, make_param_policy, unflatten
+from digest.policies.store import StaleHalo, StoreOptions
+from digest.runtime import comm
+
+from .quantize import mix
+from .sat_predictor import TemporalGraph, make_predictor, temporal_edges
+
+PREDICTORS = ("lstm-gcn", "identity")
+
+
+@dataclass
+class SatOptions(Options):
+    """SAT: learned predictions of halo rows between store syncs."""
+    sat_predictor: str = option("lstm-gcn", "the predictor: lstm-gcn (LSTM over the window, then "
+                                "a 2-layer sum-aggregation GCN on the temporal graph) or identity "
+                                "(returns the store rows: DIGEST)", choices=PREDICTORS)
+    sat_window: int = option(5, "snapshots W the predictor reads")
+    sat_lr: float = option(0.1, "Adam learning rate of the predictors (reference lr_aux)")
+    sat_replay: int = option(1, "sync pairs each predictor update trains on (the newest and the "
+                             "R - 1 before it)")
+    sat_gate: bool = option(False, "after each sync, use the store rows until the next sync in a "
+                            "layer whose prediction error was not below the staleness error")
+    sat_shared: bool = option(False, "average the predictors' gradients over workers at each sync "
+                              "(counted as params); default: private predictors, zero bytes")
+
+    def check_group(self, cfg) -> None:
+        if self.sat_predictor not in PREDICTORS:
+            raise ValueError(f"--sat-predictor must be one of {', '.join(PREDICTORS)}")
+        if self.sat_window < 1:
+            raise ValueError("--sat-window must be >= 1")
+        if not self.sat_lr > 0:
+            raise ValueError("--sat-lr must be > 0")
+        if self.sat_replay < 1:
+            raise ValueError("--sat-replay must be >= 1")
+
+
+# -- the policy -----------------------------------------------------------------------------------
+
+class SatHalo(StaleHalo):
+    """DIGEST's stale halo with predicted rows between syncs (module docstring)."""
+
+    def __init__(self, part, plan, model, cfg):
+        super().__init__(part, plan, model, cfg)
+        o = cfg.options
+        self.window, self.gate_on, self.shared = o.sat_window, o.sat_gate, o.sat_shared
+        self.replay = o.sat_replay
+        dev = plan.send_flat.device
+        src, dst = temporal_edges(part)
+        self.graph = TemporalGraph(part.n_inner, part.n_halo, src, dst).to(dev)
+        self.hidden = list(range(1, len(self.widths) - 1))
+        self.predictors = nn.ModuleDict({
+            str(l): make_predictor(o.sat_predictor, self.widths[l], mix(cfg.seed, l, 7))
+            for l in self.hidden}).to(dev)
+        params = list(self.predictors.parameters())
+        self.opt = torch.optim.Adam(params, lr=o.sat_lr) if params else None
+        self.snaps: dict[int, deque] = {l: deque(maxlen=self.window) for l in self.hidden}
+        self.trained = {l: False for l in self.hidden}
+        self.closed = {l: False for l in self.hidden}  # --sat-gate: store rows until next sync
+        self.kept: dict[int, tuple[Tensor, Tensor]] = {}  # layer -> (prediction, its window)
+        self.pairs: dict[int, deque] = {l: deque(maxlen=max(0, self.replay - 1))
+                                        for l in self.hidden}  # (window, target) of past syncs
+        self.has_halo = part.n_halo > 0
+        self.step = 0
+        self._reset_metrics()
+
+    def _reset_metrics(self) -> None:
+        self._time, self._loss = 0.0, None
+        self._pred_err: dict[int, float | None] = {}
+        self._used: dict[int, int] = {}
+        self._gate: dict[int, int] = {}
+
+    # -- the policy ---------------------------------------------------------------------------
+    def before_step(self, step, forward):
+        super().before_step(step, forward)
+        self.step = step
+        self._reset_metrics()
+        self.kept = {}
+
+    def halo(self, layer, h_inner):
+        rows = super().halo(layer, h_inner)  # the store rows (DIGEST)
+        self._used[layer] = 0
+        if not self.has_halo:
+            return rows
+        t0 = time.perf_counter()
+        g = self.graph
+        snap = torch.cat([h_inner.detach(), rows]).index_select(0, g.nodes)
+        self.snaps[layer].append(snap)
+        due = self.due(self.step)
+        use = self.trained[layer] and not self.closed[layer]
+        if use or due:
+            window = torch.stack(list(self.snaps[layer]), 1)  # [k, W_t, F], oldest first
+            P = self.predictors[str(layer)]
+            with torch.set_grad_enabled(due and self.opt is not None):
+                pred = P(window, g.adj).index_select(0, g.halo_pos)
+            if due:
+                self.kept[layer] = (pred, window)
+            if use:
+                rows = pred.detach()
+                self.used[layer] = rows
+                self._used[layer] = 1
+        self._time += time.perf_counter() - t0
+        return rows
+
+    def after_step(self, step):
+        super().after_step(step)  # a due step: DIGEST's push and pull (store = fresh rows Z)
+        if self.due(step):
+            t0 = time.perf_counter()
+            self._train()
+            self._time += time.perf_counter() - t0
+
+    def _train(self) -> None:
+        """One predictor update from this sync's (prediction, fresh rows) pairs (and replays)."""
+        losses = []
+        for l, (pred, window) in self.kept.items():
+            Z = self.store[l]
+            self._pred_err[l] = self.stale_error(pred.detach(), Z)
+            losses.append(F.mse_loss(pred, Z))
+            for old_window, old_Z in self.pairs[l]:
+                again = self.predictors[str(l)](old_window, self.graph.adj)
+                losses.append(F.mse_loss(again.index_select(0, self.graph.halo_pos), old_Z))
+            if self.replay > 1:
+                self.pairs[l].append((window.detach(), Z))
+        if self.opt is not None:
+            self.opt.zero_grad(set_to_none=True)
+            if losses and any(x.requires_grad for x in losses):
+                loss = sum(losses)
+                loss.backward()
+                self._loss = float(loss.detach())
+            if self.shared and comm.world_size() > 1:
+                params = list(self.predictors.parameters())
+                grads = grads_of(self.predictors)
+                flat = comm.all_reduce_(flatten(grads), "params")
+                flat /= comm.world_size()
+                for p, v in zip(params, unflatten(flat, grads)):
+                    p.grad = v
+            self.opt.step()
+        elif losses:
+            self._loss = float(sum(x.detach() for x in losses))
+        for l in self.hidden:
+            self.trained[l] = True
+            if self.gate_on:
+                stale, pred = self.errors.get(l), self._pred_err.get(l)
+                self.closed[l] = stale is not None and pred is not None and pred >= stale
+                self._gate[l] = int(self.closed[l])
+        self.kept = {}
+
+    # -- metrics and checkpoints --------------------------------------------------------------
+    def memory_mb(self) -> float:
+        tensors = [*self.predictors.parameters()]
+        if self.opt is not None:
+            tensors += [v for s in self.opt.state.values() for v in s.values()
+                        if isinstance(v, Tensor)]
+        tensors += [s for q in self.snaps.values() for s in q]
+        tensors += [t for q in self.pairs.values() for pair in q for t in pair]
+        return sum(t.numel() * t.element_size() for t in tensors) / 2 ** 20
+
+    def state(self):
+        out = super().state()
+        out.update({f"pred_err_l{l}": e for l, e in self._pred_err.items()})
+        out.update({f"sat_used_l{l}": u for l, u in self._used.items()})
+        if self.gate_on:
+            out.update({f"sat_gate_l{l}": g for l, g in self._gate.items()})
+        out.update(sat_loss=self._loss, sat_time=self._time, sat_mem_mb=self.memory_mb())
+        return out
+
+    def state_dict(self):
+        return {**super().state_dict(), "predictors": self.predictors.state_dict(),
+                "opt": self.opt.state_dict() if self.opt is not None else None,
+                "snaps": {l: list(q) for l, q in self.snaps.items()},
+                "pairs": {l: list(q) for l, q in self.pairs.items()},
+                "trained": dict(self.trained), "closed": dict(self.closed)}
+
+    def load_state_dict(self, state):
+        super().load_state_dict(state)
+        self.predictors.load_state_dict(state["predictors"])
+        if self.opt is not None and state["opt"] is not None:
+            self.opt.load_state_dict(state["opt"])
+        for l in self.hidden:
+            self.snaps[l].clear()
+            self.snaps[l].extend(state["snaps"][l])
+            self.pairs[l].clear()
+            self.pairs[l].extend(state["pairs"][l])
+        self.trained, self.closed = dict(state["trained"]), dict(state["closed"])
+
+
+@register("sat", "SAT: DIGEST whose stale halo rows are replaced between syncs by a learned "
+          "predictor (LSTM + GCN on the temporal graph) trained online at each sync",
+          options=(StoreOptions, SatOptions, ParamOptions))
+def sat(cfg, part, plan, model):
+    return SatHalo(part, plan, model, cfg), make_param_policy(cfg)

@@ -1,0 +1,131 @@
+"""The cross-suite headline table (results/README.md and README.md, between the
+``<!-- generated:headline:begin ... -->`` and ``<!-- generated:headline:end -->`` markers): one
+row per (suite, graph, method) that matters, each number read from the suite's committed
+accuracy.csv, epoch_time.csv and (emulated suites) cluster_epoch_time.csv, which
+``./run_all.sh --check SUITE`` rebuilds from the committed runs.
+
+Per row: test accuracy at best validation (%, mean ± std over seeds, as table 1 prints it), exact's
+at the same suite, graph, M (and bandwidth), the difference in points (from the unrounded means of
+accuracy.csv), and the measured per-epoch speedup over exact (exact's mean epoch time / the
+method's; loopback on one host, or through emulated links at the lowest and the highest
+bandwidth of an emulated suite). Rows the committed tables lack are left out.
+"""
+from __future__ import annotations
+
+import math
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+import pandas as pd
+
+from .config import exact_for, network_of
+from .layout import folders, page_path
+
+PRODUCTS = ("synthetic:nodes=40000,avg_degree=25,classes=47,features=100,communities=64,"
+            "locality=0.97")
+GRAPHS = {"synthetic": "synthetic default", PRODUCTS: "products-like (synthetic)",
+          "synthetic:preset=arxiv-like": "arxiv-like (synthetic)"}
+
+
+@dataclass(frozen=True)
+class Key:
+    """Rows of one suite: ``datasets`` x ``methods`` at ``workers`` (empty: every one of the
+    tables, exact aside); ``emulated``: at the lowest and the highest bandwidth."""
+    suite: str
+    datasets: tuple = ()
+    methods: tuple = ()
+    workers: int = 4
+    emulated: bool = False
+
+
+KEYS = (
+    Key("repro", ("synthetic", "CS", "Physics"), ("partition", "digest-I10", "varco-variable")),
+    Key("wave2", ("Physics",), ("pipegcn", "bnsgcn-p0.1", "sancus", "adaqp-2", "adaqp-8")),
+    Key("cluster", (PRODUCTS,), ("partition", "digest-I10", "varco-variable"), emulated=True),
+    Key("arxiv"),
+)
+HEADER = ["suite", "graph", "method", "M", "network", "seeds", "test acc. %", "exact %",
+          "Δ vs exact", "per-epoch speedup"]
+
+
+def _csv(path: Path) -> pd.DataFrame | None:
+    return pd.read_csv(path, dtype={"test_at_best_val": str}) if path.exists() else None
+
+
+def _row(frame: pd.DataFrame | None, dataset: str, label: str, workers: int):
+    if frame is None:
+        return None
+    hit = frame[(frame.dataset == dataset) & (frame.method == label) & (frame.workers == workers)]
+    return None if hit.empty else hit.iloc[0]
+
+
+def _pct(row) -> str:
+    text = row.get("test_at_best_val")
+    if isinstance(text, str) and text:
+        return text
+    mean, std = row["test_mean"] * 100, row.get("test_std")
+    return f"{mean:.2f}" if std is None or pd.isna(std) else f"{mean:.2f} ± {std * 100:.2f}"
+
+
+def _delta(a: float, b: float) -> str:
+    d = round((a - b) * 100, 2)
+    return "0.00" if d == 0 else f"{d:+.2f}"
+
+
+def bandwidths(results: Path, dataset: str, workers: int) -> list[str]:
+    """The highest and the lowest emulated bandwidth of exact's runs (cluster_epoch_time.csv)."""
+    frame = _csv(results / "cluster_epoch_time.csv")
+    if frame is None:
+        return []
+    rows = frame[(frame.dataset == dataset) & (frame.workers == workers) & (frame.method == "exact")]
+    ordered = [bw for _, bw in sorted(zip(rows.bit_s, rows.bandwidth))]
+    return list(dict.fromkeys([ordered[-1], ordered[0]])) if ordered else []
+
+
+def rows(key: Key, root: Path = Path(".")) -> list[list[str]]:
+    """The table rows of one Key, from the suite's committed tables under ``root``."""
+    results = root / folders(key.suite)[0]
+    acc, epoch = _csv(results / "accuracy.csv"), _csv(results / "epoch_time.csv")
+    if acc is None or epoch is None:
+        return []
+    datasets = key.datasets or tuple(dict.fromkeys(acc.dataset))
+    out = []
+    for dataset in datasets:
+        nets = bandwidths(results, dataset, key.workers) if key.emulated else [None]
+        methods = key.methods or tuple(m for m in dict.fromkeys(acc[acc.dataset == dataset].method)
+                                       if m != exact_for(m) and network_of(m) is None)
+        for method in methods:
+            for net in nets:
+                label = method if net is None else f"{method}@{net}"
+                a = _row(acc, dataset, label, key.workers)
+                e = _row(acc, dataset, exact_for(label), key.workers)
+                t = _row(epoch, dataset, label, key.workers)
+                if a is None or e is None or t is None:
+                    continue
+                speedup = t["speedup_vs_exact"]
+                out.append([key.suite, GRAPHS.get(dataset, dataset), method, str(key.workers),
+                            "loopback" if net is None else f"emulated {net}", str(int(a["seeds"])),
+                            _pct(a), _pct(e), _delta(a["test_mean"], e["test_mean"]),
+                            "-" if pd.isna(speedup) or math.isinf(speedup) else f"{speedup:.2f}x"])
+    return out
+
+
+def table(page_dir: Path, root: Path = Path("."), keys=KEYS) -> str:
+    """The headline block's markdown, its links relative to ``page_dir`` (both under ``root``)."""
+    body = []
+    for key in keys:
+        page = root / page_path(key.suite)
+        target = page if page.exists() else root / folders(key.suite)[0] / "tables.md"
+        link = Path(os.path.relpath(target, root / page_dir)).as_posix()
+        body += [[f"[{r[0]}]({link})", *r[1:]] for r in rows(key, root)]
+    lines = ["*Generated by `python -m experiments.pages` from each suite's committed accuracy.csv "
+             "and epoch_time.csv (rebuilt from its runs by `./run_all.sh --check SUITE`): test "
+             "accuracy at best validation, mean ± std over seeds; Δ = the method's mean − exact's "
+             "(points, from the unrounded means), same suite, graph, M and network; per-epoch "
+             "speedup = exact's measured mean epoch time / the method's, over loopback or through "
+             "emulated links (cluster: its highest and lowest bandwidth), on the machine each "
+             "suite's RUNLOG.md names.*", "",
+             "| " + " | ".join(HEADER) + " |", "|" + "---|" * len(HEADER)]
+    lines += ["| " + " | ".join(r) + " |" for r in body]
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,47 @@
+"""Where a suite's files live in the repository, as run_all.sh lays them out: its tables, plots,
+command, run files, load samples, run log and page. Paths are relative to the repository root
+(the commands that use them run there), so that what is generated from them names the same
+files on every machine."""
+from __future__ import annotations
+
+from pathlib import Path
+
+from .config import CONFIGS
+
+RESULTS = Path("results")
+ALIASES = {"full": "repro"}  # repro is a subset of full: same runs, same folders
+
+
+def folders(suite_name: str) -> tuple[str, str, str]:
+    """(results folder, plots folder, the run_all.sh command) of a suite, as run_all.sh has them."""
+    if suite_name == "quick":
+        return "results/quick", "plots/quick", "./run_all.sh --quick"
+    if suite_name in ("full", "repro"):  # repro is a subset of full: same runs, same folders
+        return "results", "plots", "./run_all.sh" + ("" if suite_name == "full" else " --suite repro")
+    return f"results/{suite_name}", f"plots/{suite_name}", f"./run_all.sh --suite {suite_name}"
+
+
+def runs_folder(suite_name: str) -> Path:
+    return Path(folders(suite_name)[0]) / "runs"
+
+
+def loadavg_path(suite_name: str) -> Path:
+    """The suite's committed load-average samples (experiments/loadavg.py): results/loadavg_<suite>.csv."""
+    return RESULTS / f"loadavg_{suite_name}.csv"
+
+
+def runlog_path(suite_name: str) -> Path:
+    return Path(folders(suite_name)[0]) / "RUNLOG.md"
+
+
+def page_path(suite_name: str) -> Path:
+    """The suite's README (repro's is results/README.md)."""
+    return Path(folders(suite_name)[0]) / "README.md"
+
+
+def committed_suites(root: Path = Path(".")) -> list[str]:
+    """Every suite of experiments/configs whose runs folder holds a run (full counts as repro,
+    whose runs it shares), in name order, repro first."""
+    names = sorted({ALIASES.get(p.stem, p.stem) for p in CONFIGS.glob("*.yaml")},
+                   key=lambda n: (n != "repro", n))
+    return [n for n in names if any((root / runs_folder(n)).glob("*/*/run.json"))]

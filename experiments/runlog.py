@@ -1,0 +1,254 @@
+"""RUNLOG.md: what ran for a suite, generated from its committed run files, never hand-written
+(``python -m experiments.pages`` writes it; ``./run_all.sh --check SUITE`` fails when it differs).
+
+For each run folder under the suite's runs/ (run.json, summary.json): the git commit of the code
+that ran it, its start (run.json) and end (start + run.json's wall seconds), its training time
+(summary.json), the 1-minute load average sampled beside it (results/loadavg_<suite>.csv, read
+with experiments/loadavg.py), the machine, how many workers shared its cores, and the versions.
+Runs are grouped into sittings (consecutive runs at one commit, no gap over an hour), and what
+the files show as irregular is listed: runs started after runs their plan puts after them (a
+re-run, or a later part run with --seeds), several commits, a summary that differs from its
+run's plan (flags, command), runs of other flags than the suite's now, failed, missing or extra
+folders. Same files, same bytes: nothing here reads the clock, the environment or an absolute
+path (run.json's start times are read as UTC, the reference machine's clock, whatever the
+time zone of the machine that checks).
+"""
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+
+import pandas as pd
+
+from .config import Suite, expand, load_suite
+from .load import load
+from .loadavg import samples as read_samples
+
+SITTING_GAP = timedelta(hours=1)  # a longer pause between two runs starts a new sitting
+
+
+@dataclass
+class Entry:
+    path: str       # "<dataset folder>/<run>", relative to the runs folder
+    dataset: str
+    order: int      # position in the suite's runs; len(runs) for a folder the suite does not name
+    info: dict      # run.json
+    summary: dict   # summary.json, {} if absent or unreadable
+    start: datetime | None
+    seconds: float | None
+
+    @property
+    def name(self) -> str:
+        return self.path.split("/", 1)[1]
+
+    @property
+    def commit(self) -> str:
+        return str(self.summary.get("git_commit") or "unknown")
+
+    @property
+    def end(self) -> datetime | None:
+        if self.start is None or self.seconds is None:
+            return None
+        return self.start + timedelta(seconds=round(self.seconds))
+
+
+def _json(path: Path) -> dict:
+    try:
+        out = json.loads(path.read_text())
+        return out if isinstance(out, dict) else {}
+    except (OSError, ValueError):
+        return {}
+
+
+def _start(info: dict) -> datetime | None:
+    try:
+        return datetime.fromisoformat(str(info["started"]))
+    except (KeyError, ValueError):
+        return None
+
+
+def entries(runs: Path, suite: Suite) -> list[Entry]:
+    """Every run folder with a run.json under ``runs``, in the suite's order (extra ones last)."""
+    order = {str(r.directory(".")): i for i, r in enumerate(expand(suite))}
+    out = []
+    for p in sorted(Path(runs).glob("*/*/run.json")):
+        info = _json(p)
+        rel = f"{p.parent.parent.name}/{p.parent.name}"
+        seconds = info.get("seconds")
+        out.append(Entry(rel, str(info.get("dataset", p.parent.parent.name)), order.get(rel, len(order)),
+                         info, _json(p.parent / "summary.json"), _start(info),
+                         float(seconds) if isinstance(seconds, (int, float)) else None))
+    return sorted(out, key=lambda e: (e.order, e.path))
+
+
+def sittings(items: list[Entry]) -> list[list[Entry]]:
+    """Runs by start time, split where the commit changes or no run started for SITTING_GAP."""
+    timed = sorted((e for e in items if e.start is not None), key=lambda e: (e.start, e.path))
+    out: list[list[Entry]] = []
+    for e in timed:
+        last = out[-1][-1] if out else None
+        if last is None or e.commit != last.commit or e.start - (last.end or last.start) > SITTING_GAP:
+            out.append([e])
+        else:
+            out[-1].append(e)
+    return out
+
+
+def load_in(load: pd.DataFrame | None, start: datetime | None, end: datetime | None) -> str:
+    """'mean (max, n)' of the 1-minute load sampled from start to end (UTC), '-' if none."""
+    if load is None or start is None or end is None:
+        return "-"
+    t0, t1 = (x.replace(tzinfo=timezone.utc).timestamp() for x in (start, end))
+    inside = load.load1[(load.t >= t0) & (load.t <= t1)]
+    return "-" if inside.empty else f"{inside.mean():.2f} (max {inside.max():.2f}, {len(inside)})"
+
+
+def _when(t: datetime | None) -> str:
+    return "-" if t is None else t.strftime("%Y-%m-%d %H:%M:%S")
+
+
+def _num(x, fmt: str = ".1f") -> str:
+    return format(float(x), fmt) if isinstance(x, (int, float)) else "-"
+
+
+def machine(summary: dict) -> str:
+    m = summary.get("machine") or {}
+    if not m:
+        return "not recorded"
+    ram = f", {m['ram_gib']} GiB RAM" if m.get("ram_gib") is not None else ""
+    return (f"{m.get('host', '?')} ({m.get('cpu', '?')}), {m.get('cores', '?')} cores{ram}, "
+            f"GPU: {m.get('gpu', '?')}")
+
+
+def sharing(summary: dict) -> str:
+    m = summary.get("machine") or {}
+    threads = f" ({m['threads_per_worker']} thread(s) each)" if m.get("threads_per_worker") else ""
+    return f"{m['cores_shared']}{threads}" if m.get("cores_shared") else "not recorded"
+
+
+def versions(summary: dict) -> str:
+    v = summary.get("versions") or {}
+    return ", ".join(f"{k} {x}" for k, x in v.items()) or "not recorded"
+
+
+def network(summary: dict) -> str:
+    em = summary.get("emulation") or {}
+    return str(em.get("label") or f"emulated @ {em.get('bandwidth')}") if em else "loopback (one host)"
+
+
+def irregular(items: list[Entry], suite: Suite, plan: dict) -> list[str]:
+    """One line per thing the run files show as irregular (see the module doc)."""
+    out = []
+    if plan.get("seeds") is not None:
+        out.append(f"plan_{suite.name}.json: the last run of the suite was restricted to seeds "
+                   + ", ".join(map(str, plan["seeds"])) + " (--seeds)")
+    out += [f"plan_{suite.name}.json: skipped {note}" for note in plan.get("skipped") or []]
+    by_run = {str(r.directory(".")): r for r in expand(suite)}
+    planned = set(plan["runs"]) if "runs" in plan else set(by_run)
+    present = {e.path for e in items}
+    for e in items:
+        run, status = by_run.get(e.path), e.info.get("status", "?")
+        if run is None:
+            out.append(f"{e.path}: a run folder the suite does not name (not in its tables)")
+        elif e.info.get("hash") != run.hash:
+            out.append(f"{e.path}: ran with other flags than the suite names now (config hash "
+                       f"{str(e.info.get('hash'))[:8]}, the suite's {run.hash[:8]}): not in the tables")
+        elif e.path not in planned:
+            out.append(f"{e.path}: not in plan_{suite.name}.json (its dataset or method was skipped)")
+        if status != "complete" or e.summary.get("status") != "complete":
+            out.append(f"{e.path}: run.json status {status}, summary.json status "
+                       f"{e.summary.get('status', 'absent')}: not in the tables")
+        flags, config = e.info.get("flags") or {}, e.summary.get("config") or {}
+        differ = sorted(k for k, v in flags.items() if config.get(k) != v)
+        if e.summary and differ:
+            out.append(f"{e.path}: summary.json's config differs from run.json's flags in "
+                       + ", ".join(f"{k} ({config.get(k)!r}, planned {flags[k]!r})" for k in differ))
+        argv = " ".join(map(str, e.info.get("argv") or []))
+        if e.summary.get("command") and argv and e.summary["command"] != argv:
+            out.append(f"{e.path}: summary.json's command differs from run.json's argv")
+        if e.commit == "unknown" or e.commit.endswith("-dirty"):
+            out.append(f"{e.path}: code commit {e.commit} (uncommitted changes, or no git)")
+    late: dict = {}  # (dataset folder, commit): runs started after runs the suite puts after them
+    for e in items:
+        if e.start and any(f.dataset == e.dataset and f.commit == e.commit and f.order > e.order
+                           and f.start and f.start < e.start for f in items):
+            late.setdefault((e.path.split("/")[0], e.commit[:7]), []).append(e)
+    for (folder, commit), runs_late in late.items():
+        out.append(f"{folder} at {commit}: " + ", ".join(f"{e.name} ({_when(e.start)})" for e in runs_late)
+                   + " started after runs of the same dataset and commit that the suite runs after "
+                   "them: re-runs, or parts of the suite run later (--seeds, or runs added to it)")
+    out += [f"{p}: planned, no run folder" for p in by_run if p in planned and p not in present]
+    return out
+
+
+def _table(header: list[str], rows: list[list]) -> list[str]:
+    out = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    return out + ["| " + " | ".join(str(c) for c in row) + " |" for row in rows]
+
+
+def _count(items: list[Entry], key) -> list[list]:
+    groups: dict = {}
+    for e in items:
+        groups.setdefault(key(e), []).append(e)
+    return [[k, len(v)] for k, v in groups.items()]
+
+
+def render(suite_ref: str, runs: Path, samples: Path | None, out_dir: Path, command: str) -> str:
+    """The RUNLOG.md text of a suite (a name in experiments/configs or a YAML path): its run
+    folders under ``runs``, the load samples file if any; links relative to ``out_dir``."""
+    suite, runs, out_dir = load_suite(suite_ref), Path(runs), Path(out_dir)
+    items = entries(runs, suite)
+    plan = _json(runs / f"plan_{suite.name}.json")
+    loaded = load(runs, suite_ref)
+    load_df = read_samples(samples) if samples is not None and Path(samples).exists() else None
+    rel = lambda p: Path(os.path.relpath(p, out_dir)).as_posix()  # noqa: E731
+    src = f"[{rel(samples)}]({rel(samples)})" if load_df is not None else "none committed"
+    lines = [f"# Run log: suite {suite.name}", "",
+             "Generated by `python -m experiments.pages` from the committed run files under "
+             f"[{rel(runs)}/]({rel(runs)}/) (each run's run.json and summary.json, and "
+             f"plan_{suite.name}.json) and the load samples ({src}); do not edit: `./run_all.sh "
+             f"--check {suite.name}` fails when this file differs from what they give.", "",
+             f"Command: `{command}`; each run's own command is in its summary.json and in runs.csv.",
+             f"Runs: {len(loaded.records)} complete of {loaded.expected} planned"
+             + (f" (plan_{suite.name}.json)" if "runs" in plan else "")
+             + (f", missing: {', '.join(loaded.missing)}" if loaded.missing else "")
+             + f"; {len(items)} run folder(s).", "",
+             "Times are the running machine's clock as run.json records them (UTC on the reference "
+             "VM); ended = started + the run's wall seconds (run.json: the launch included); train "
+             "s = summary.json's total_train_time. Load = the 1-minute load average sampled while "
+             "the run ran: mean (max, samples); the workers alone make about one per worker.", ""]
+    groups = sittings(items)
+    lines += ["## Sittings", "", f"Consecutive runs at one code commit, none after a pause over "
+              f"{SITTING_GAP.seconds // 3600} h.", ""]
+    lines += _table(["#", "commit", "runs", "datasets", "from", "to", "run s", "load"], [
+        [i + 1, g[0].commit[:7], len(g), ", ".join(f"{d} ({n})" for d, n in _count(g, lambda e: e.dataset)),
+         _when(g[0].start), _when(max(e.end or e.start for e in g)),
+         _num(sum(e.seconds or 0 for e in g), ".0f"),
+         load_in(load_df, g[0].start, max(e.end or e.start for e in g))]
+        for i, g in enumerate(groups)])
+    lines += ["", "## Code, machine, versions", ""]
+    by_commit: dict = {}
+    for e in sorted((e for e in items if e.start), key=lambda e: (e.start, e.path)):
+        by_commit.setdefault(e.commit, []).append(e)
+    lines += _table(["git commit", "runs", "first started", "last ended"], [
+        [c, len(g), _when(g[0].start), _when(max(e.end or e.start for e in g))]
+        for c, g in by_commit.items()]) + [""]
+    lines += _table(["machine", "cores shared by workers", "network", "runs"],
+                    [[*k, n] for k, n in _count(items, lambda e: (machine(e.summary), sharing(
+                        e.summary), network(e.summary)))]) + [""]
+    lines += _table(["versions", "runs"], _count(items, lambda e: versions(e.summary)))
+    notes = irregular(items, suite, plan)
+    lines += ["", "## Re-runs and irregularities", ""]
+    lines += [f"- {n}" for n in notes] or ["None: every run folder is a planned run of the suite, "
+                                           "complete, in plan order within its commit, its summary "
+                                           "as planned."]
+    for dataset in dict.fromkeys(e.dataset for e in items):
+        lines += ["", f"## {dataset}", ""]
+        lines += _table(["run", "commit", "started", "ended", "wall s", "train s", "epochs", "load"], [
+            [e.name, e.commit[:7], _when(e.start), _when(e.end), _num(e.seconds),
+             _num(e.summary.get("total_train_time")), e.summary.get("epochs", "-"),
+             load_in(load_df, e.start, e.end)] for e in items if e.dataset == dataset])
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,325 @@
+"""Speedups that survive a noisy machine (docs/methods.md section 11): paired, same-round ratios
+with a bootstrap interval, beside an A/A noise floor; time to accuracy on the training clock.
+
+A suite with rounds (``rounds: R``, experiments/config.py) runs every method R times at each
+point (dataset, emulated network, M, seed), the methods of a round back to back
+(experiments/schedule.py). Here:
+
+- **Warm-up.** A run's first W epochs (the suite's ``warmup``, default 3) are left out of its
+  per-epoch times; t = the run's median timed epoch time.
+- **Pairs.** A method's run is paired with its exact run (``config.exact_for``: same network and
+  model) at the same dataset, M, seed and round; the pair's ratio is t_exact / t_method.
+- **Speedup** = the median of the pairs' ratios; its 95% interval: percentile bootstrap
+  (``REPLICATES`` replicates, a fixed seed, so the tables are reproducible), over pairs and,
+  within each drawn pair, over its timed epochs (the same epoch indices drawn for both runs of the
+  pair when they have as many timed epochs, else each its own): identical series give exactly 1
+  with a zero-width interval, a method exactly twice as fast in every epoch exactly 2.
+- **A/A.** ``exact-aa`` (``aa: true``) is exact under a second label, paired with exact like any
+  method: its interval is the noise floor at that point. A speedup whose interval overlaps it
+  reads "no measurable difference" (where no A/A ran: an interval containing 1 does).
+- **Training clock.** Time to accuracy = the sum of the epoch times up to the first epoch whose
+  validation accuracy reaches the target (metrics.csv's ``epoch_time``: the slowest worker's
+  step, evaluation excluded; ``eval_time`` records the evaluation apart), every epoch counted
+  (the warm-up is training time too); its paired speedup is bootstrapped over pairs alone (one
+  time per run).
+
+``applies``: only suites with rounds or an A/A label get these tables, so the committed tables
+of every other suite stay as they were.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from .config import aa_label, exact_for, is_aa, is_exact
+from .load import Loaded, RunRecord
+
+REPLICATES = 2000   # bootstrap replicates per interval
+LEVEL = 0.95        # interval coverage
+SEED = 0            # the bootstrap's generator seed: the same tables from the same runs
+NO_DIFFERENCE = "no measurable difference"
+NOT_REACHED = "not reached"
+
+
+# -- statistics ---------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Interval:
+    """A paired speedup: the median of ``pairs`` ratios and its bootstrap interval [lo, hi]."""
+    median: float
+    lo: float
+    hi: float
+    pairs: int
+
+    def overlaps(self, other: "Interval") -> bool:
+        return self.lo <= other.hi and other.lo <= self.hi
+
+
+def _ratios(ref: np.ndarray, method: np.ndarray, n: int, rng: np.random.Generator) -> np.ndarray:
+    """``n`` bootstrap draws of median(ref) / median(method), each run's epochs resampled (the
+    same indices for both when they have as many epochs)."""
+    if len(ref) == len(method):
+        idx = rng.integers(len(ref), size=(n, len(ref)))
+        return np.median(ref[idx], axis=1) / np.median(method[idx], axis=1)
+    a = rng.integers(len(ref), size=(n, len(ref)))
+    b = rng.integers(len(method), size=(n, len(method)))
+    return np.median(ref[a], axis=1) / np.median(method[b], axis=1)
+
+
+def paired_ratio(pairs: list, replicates: int = REPLICATES, level: float = LEVEL,
+                 seed: int = SEED) -> Interval | None:
+    """The median over ``pairs`` of median(ref) / median(method), each pair a (ref times, method
+    times) of one round, and its percentile-bootstrap interval at ``level``: each replicate draws
+    as many pairs as there are, with replacement, and resamples each drawn pair's epochs (a pair
+    of one time each: over pairs alone). None without pairs."""
+    pairs = [(np.asarray(a, dtype=float), np.asarray(b, dtype=float)) for a, b in pairs]
+    pairs = [(a, b) for a, b in pairs if len(a) and len(b)]
+    if not pairs:
+        return None
+    point = float(np.median([np.median(a) / np.median(b) for a, b in pairs]))
+    rng = np.random.default_rng(seed)
+    choice = rng.integers(len(pairs), size=(replicates, len(pairs)))
+    values = np.empty(choice.shape)
+    for p, (a, b) in enumerate(pairs):  # every slot that drew pair p: a fresh epoch resample
+        slots = choice == p
+        values[slots] = _ratios(a, b, int(slots.sum()), rng)
+    stats = np.median(values, axis=1)
+    tail = (1 - level) / 2 * 100
+    lo, hi = np.percentile(stats, [tail, 100 - tail])
+    return Interval(point, float(lo), float(hi), len(pairs))
+
+
+def verdict(speedup: Interval | None, floor: Interval | None) -> str:
+    """"faster" / "slower" when the interval clears the noise floor (the A/A interval; without
+    one, 1), else "no measurable difference"."""
+    if speedup is None:
+        return "n/a"
+    floor = floor or Interval(1.0, 1.0, 1.0, 0)
+    if speedup.overlaps(floor):
+        return NO_DIFFERENCE
+    return "faster" if speedup.lo > floor.hi else "slower"
+
+
+# -- reading runs -------------------------------------------------------------------------------
+def applies(loaded: Loaded) -> bool:
+    """Whether the suite ran the timing protocol: later rounds, or an A/A label."""
+    return bool(loaded.later) or any(is_aa(r.label) for r in loaded.records)
+
+
+def every_round(loaded: Loaded) -> list[RunRecord]:
+    return list(loaded.records) + list(loaded.later)
+
+
+def _median(values) -> float:
+    values = [v for v in values if not np.isnan(v)]
+    return float(np.median(values)) if values else float("nan")
+
+
+def timed(metrics: pd.DataFrame, warmup: int) -> np.ndarray:
+    """A run's per-epoch times without its first ``warmup`` epochs."""
+    return metrics["epoch_time"].to_numpy(dtype=float)[warmup:]
+
+
+def train_clock(metrics: pd.DataFrame) -> pd.Series:
+    """Seconds of training at the end of each epoch: the running sum of the epoch times
+    (evaluation excluded)."""
+    return metrics["epoch_time"].cumsum()
+
+
+def _key(r: RunRecord) -> tuple:
+    return r.dataset, r.label, r.workers
+
+
+def _pairs(records: list[RunRecord]) -> dict:
+    """{(dataset, label, M): [(exact's run, the method's run), ...]}, paired by seed and round;
+    the exact label itself is left out."""
+    runs = {(r.dataset, r.label, r.workers, r.seed, r.round): r for r in records}
+    out: dict = {}
+    for r in records:
+        ref = runs.get((r.dataset, exact_for(r.label), r.workers, r.seed, r.round))
+        if not is_exact(r.label):
+            out.setdefault(_key(r), [])
+            if ref is not None:
+                out[_key(r)].append((ref, r))
+    return out
+
+
+def _floor_key(key: tuple) -> tuple:
+    """The A/A row a row is judged against: same dataset, M, network and model."""
+    dataset, label, workers = key
+    return dataset, aa_label(exact_for(label)), workers
+
+
+def _judge(rows: list[dict], intervals: dict) -> None:
+    """Fill each row's floor and verdict from the A/A interval at its point."""
+    for row in rows:
+        key = (row["dataset"], row["method"], row["workers"])
+        iv, floor = intervals.get(key), intervals.get(_floor_key(key))
+        if is_exact(row["method"]):
+            row["verdict"], row["floor"] = "reference", ""
+        elif is_aa(row["method"]):
+            row["verdict"], row["floor"] = "A/A (noise floor)", ""
+        elif isinstance(row["speedup"], str):
+            row["verdict"], row["floor"] = row["speedup"], ""
+        else:
+            row["verdict"] = verdict(iv, floor)
+            row["floor"] = "A/A" if floor is not None else "1 (no A/A run)"
+        if floor is not None:
+            row["aa_lo"], row["aa_hi"] = floor.lo, floor.hi
+
+
+# -- the tables ---------------------------------------------------------------------------------
+EPOCH_COLUMNS = ["dataset", "method", "workers", "runs", "seeds", "rounds", "pairs", "warmup",
+                 "timed_epochs", "epoch_ms", "speedup", "speedup_lo", "speedup_hi", "aa_lo",
+                 "aa_hi", "floor", "verdict"]
+
+
+def epoch_speedups(loaded: Loaded, replicates: int = REPLICATES) -> pd.DataFrame:
+    """timing.csv: per dataset, method and M, the median timed epoch time (ms; median over the
+    runs of each run's median) and the paired per-epoch speedup over exact with its interval, the
+    A/A interval at that point and the verdict."""
+    records, warmup = every_round(loaded), loaded.warmup
+    groups: dict = {}
+    for r in records:
+        groups.setdefault(_key(r), []).append(r)
+    pairs = _pairs(records)
+    rows, intervals = [], {}
+    for key, runs in groups.items():
+        dataset, label, workers = key
+        iv = None if is_exact(label) else paired_ratio(
+            [(timed(a.metrics, warmup), timed(b.metrics, warmup)) for a, b in pairs[key]],
+            replicates)
+        if iv is not None:
+            intervals[key] = iv
+        lengths = sorted({len(timed(r.metrics, warmup)) for r in runs})
+        rows.append({"dataset": dataset, "method": label, "workers": workers, "runs": len(runs),
+                     "seeds": len({r.seed for r in runs}), "rounds": len({r.round for r in runs}),
+                     "pairs": 0 if is_exact(label) else len(pairs[key]), "warmup": warmup,
+                     "timed_epochs": "/".join(map(str, lengths)),
+                     "epoch_ms": 1e3 * _median([_median(timed(r.metrics, warmup)) for r in runs]),
+                     "speedup": 1.0 if is_exact(label) else (iv.median if iv else float("nan")),
+                     "speedup_lo": iv.lo if iv else float("nan"),
+                     "speedup_hi": iv.hi if iv else float("nan"),
+                     "aa_lo": float("nan"), "aa_hi": float("nan")})
+    _judge(rows, intervals)
+    return pd.DataFrame(rows, columns=EPOCH_COLUMNS)
+
+
+def time_to_target(metrics: pd.DataFrame, target: float) -> dict | None:
+    """The first epoch whose val_acc >= target: its training-clock time (s), the evaluation
+    seconds left out up to it, epochs run; None if never."""
+    hit = metrics.index[metrics["val_acc"].notna() & (metrics["val_acc"] >= target)]
+    if len(hit) == 0:
+        return None
+    i = hit[0]
+    evals = metrics["eval_time"].loc[:i].sum() if "eval_time" in metrics.columns else float("nan")
+    return {"time": float(train_clock(metrics).loc[i]), "eval": float(evals),
+            "epochs": int(metrics.loc[i, "epoch"]) + 1}
+
+
+TTA_COLUMNS = ["target", "dataset", "method", "workers", "target_val", "runs", "reached", "pairs",
+               "train_s", "eval_s_excluded", "speedup", "speedup_lo", "speedup_hi", "aa_lo",
+               "aa_hi", "floor", "verdict"]
+
+
+def tta_speedups(loaded: Loaded, fractions, replicates: int = REPLICATES) -> pd.DataFrame:
+    """timing_tta.csv: per target fraction, dataset, method and M, the time to accuracy on the
+    training clock (median over runs; the evaluation seconds it leaves out beside it) and its
+    paired speedup over exact (median over pairs, bootstrap over pairs), judged against the A/A
+    row's. The target is that of tables.time_to_accuracy: the fraction x the mean best val of
+    exact's round-0 runs (one per seed) at the same dataset and M."""
+    fractions = (fractions,) if isinstance(fractions, (int, float)) else tuple(fractions)
+    best: dict = {}
+    for r in loaded.records:
+        if is_exact(r.label):
+            best.setdefault((r.dataset, r.label, r.workers), []).append(r.summary["best_val"])
+    records = every_round(loaded)
+    groups: dict = {}
+    for r in records:
+        if (r.dataset, exact_for(r.label), r.workers) in best:
+            groups.setdefault(_key(r), []).append(r)
+    pairs = _pairs(records)
+    rows = []
+    for fraction in fractions:
+        block, intervals = [], {}
+        for key, runs in groups.items():
+            dataset, label, workers = key
+            vals = best[(dataset, exact_for(label), workers)]
+            target = fraction * sum(vals) / len(vals)
+            hits = [time_to_target(r.metrics, target) for r in runs]
+            ok = [h for h in hits if h is not None]
+            row = {"target": fraction, "dataset": dataset, "method": label, "workers": workers,
+                   "target_val": target, "runs": len(runs), "reached": f"{len(ok)}/{len(hits)}",
+                   "pairs": 0 if is_exact(label) else len(pairs[key]),
+                   "train_s": float(np.median([h["time"] for h in ok])) if len(ok) == len(hits)
+                   else NOT_REACHED,
+                   "eval_s_excluded": float(np.median([h["eval"] for h in ok])) if ok else float("nan"),
+                   "speedup_lo": float("nan"), "speedup_hi": float("nan"),
+                   "aa_lo": float("nan"), "aa_hi": float("nan")}
+            if is_exact(label):
+                row["speedup"] = 1.0 if len(ok) == len(hits) else NOT_REACHED
+            elif len(ok) < len(hits):
+                row["speedup"] = NOT_REACHED
+            else:
+                times = [(time_to_target(a.metrics, target), time_to_target(b.metrics, target))
+                         for a, b in pairs[key]]
+                if any(a is None for a, _ in times):
+                    row["speedup"] = "n/a (exact not reached)"
+                else:
+                    iv = paired_ratio([([a["time"]], [b["time"]]) for a, b in times], replicates)
+                    row["speedup"] = iv.median if iv else float("nan")
+                    if iv:
+                        row["speedup_lo"], row["speedup_hi"] = iv.lo, iv.hi
+                        intervals[key] = iv
+            block.append(row)
+        _judge(block, intervals)
+        rows += block
+    return pd.DataFrame(rows, columns=TTA_COLUMNS)
+
+
+def build(loaded: Loaded, fractions) -> dict:
+    """The timing protocol's tables, {} for a suite that did not run it."""
+    if not applies(loaded):
+        return {}
+    return {"timing": epoch_speedups(loaded), "timing_tta": tta_speedups(loaded, fractions)}
+
+
+# -- symmetric contention (docs/methods.md section 11) -------------------------------------------
+def _pinning(text: str | None) -> str:
+    if text is None:
+        return "pinning not recorded"
+    if text.startswith("worker "):
+        return "pinned (worker w on core w mod C)"
+    if text.startswith("not needed"):
+        return "not pinned (not needed: no more workers than cores)"
+    return "not pinned (--pin-workers off)" if text == "off" else f"not pinned ({text})"
+
+
+def _quota(summary: dict) -> str:
+    emulation = summary.get("emulation")
+    if not emulation:
+        return "no CPU quota (not emulated)"
+    quota = emulation.get("cpu_quota")
+    if quota is None:
+        return "CPU quota not recorded"
+    quota = str(quota)
+    return f"no CPU quota ({quota.removeprefix('none: ')})" if quota.startswith("none") \
+        else f"CPU quota of {quota}"
+
+
+def contention(loaded: Loaded) -> list[str]:
+    """One line per distinct placement: how many workers shared how many cores, pinned or not,
+    with a CPU quota or not; none when no run recorded its placement (runs before pinning)."""
+    sums = [r.summary for r in every_round(loaded)]
+    if not any("pinning" in s.get("machine", {}) or "cpu_quota" in (s.get("emulation") or {})
+               for s in sums):
+        return []
+    lines = {}
+    for s in sums:
+        m = s.get("machine", {})
+        per_node = m.get("workers_per_node") or m.get("workers")
+        text = (f"{per_node} worker(s) shared {m.get('cores')} core(s), "
+                f"{_pinning(m.get('pinning'))}, {_quota(s)}")
+        lines[text] = lines.get(text, 0) + 1
+    return [f"Contention: {text} ({n} run{'s' if n > 1 else ''})" for text, n in lines.items()]

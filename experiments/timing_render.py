@@ -1,0 +1,101 @@
+"""tables.md's timing protocol (docs/methods.md section 11; the numbers: experiments/timing.py):
+the per-epoch times and speedups of section 2 and the time-to-accuracy speedups of section 3 as
+medians of paired, same-round ratios with their 95% interval, beside the A/A noise floor; a
+speedup whose interval overlaps the floor's reads "no measurable difference"."""
+from __future__ import annotations
+
+import math
+
+import pandas as pd
+
+from .load import Loaded
+from .render import cell, md_table
+from .timing import LEVEL, NO_DIFFERENCE, REPLICATES, every_round
+
+
+def _nan(v) -> bool:
+    return v is None or (isinstance(v, float) and math.isnan(v))
+
+
+def interval(lo, hi) -> str:
+    return "" if _nan(lo) or _nan(hi) else f"[{lo:.2f}, {hi:.2f}]"
+
+
+def speedup_cell(row) -> str:
+    """'1.52x [1.41, 1.60]'; 'no measurable difference (1.02x [0.97, 1.06])' inside the noise
+    floor; the reference and the A/A row say what they are; strings ('not reached') as they are."""
+    v = row.speedup
+    if isinstance(v, str):
+        return v
+    if row.verdict == "reference":
+        return "1.00x (reference)"
+    if _nan(v):
+        return "n/a (no exact run in the same round)"
+    text = f"{v:.2f}x {interval(row.speedup_lo, row.speedup_hi)}".strip()
+    if row.verdict == "A/A (noise floor)":
+        return f"{text} (A/A: noise floor)"
+    return f"{NO_DIFFERENCE} ({text})" if row.verdict == NO_DIFFERENCE else text
+
+
+def _runs(row) -> str:
+    return f"{row.runs} ({row.seeds} seed(s) x {row.rounds} round(s))"
+
+
+def protocol_note(loaded: Loaded, timing: pd.DataFrame) -> str:
+    """What the paired columns are, with this suite's rounds, warm-up and timed epochs."""
+    records = every_round(loaded)
+    epochs = sorted({len(r.metrics) for r in records})
+    rounds = sorted({r.round for r in records})
+    timed = sorted({x for t in timing["timed_epochs"] for x in str(t).split("/")}, key=int)
+    aa = "an A/A label (exact-aa: exact under a second label)" if any(
+        v == "A/A (noise floor)" for v in timing["verdict"]) else "no A/A label"
+    return (f"\nTiming protocol (docs/methods.md section 11): {len(rounds)} round(s); at each point "
+            "(dataset, M, network, seed) every method ran once per round, back to back, each "
+            "round's order rotated by one method (runs.csv: directories ..._r<round>; run.json: "
+            f"round, start time); {aa}. Warm-up: the first {loaded.warmup} epoch(s) of each run "
+            f"(of {'/'.join(map(str, epochs))}) are left out of its per-epoch times, so "
+            f"{'/'.join(timed)} timed epoch(s) per run; a run's time = its median timed epoch. "
+            "Speedup = median over pairs (same dataset, M, seed and round) of exact's time / the "
+            f"method's; [lo, hi] = its {LEVEL:.0%} percentile-bootstrap interval ({REPLICATES} "
+            "replicates, fixed seed; over pairs and, within each pair, over its timed epochs). "
+            "A speedup whose interval overlaps the A/A interval at its point (where no A/A ran: "
+            f"contains 1) reads '{NO_DIFFERENCE}'. Accuracy, bytes and the other per-seed tables "
+            "read round 0 (one run per seed).\n")
+
+
+def epoch_tables(timing: pd.DataFrame, kind: str) -> str:
+    """Section 2's measured tables: median timed epoch time and paired speedup, per M."""
+    out = []
+    for dataset, part in timing.groupby("dataset", sort=False):
+        ms = sorted(set(part.workers))
+        rows = []
+        for label in dict.fromkeys(part.method):
+            row = [label]
+            for w in ms:
+                hit = part[(part.method == label) & (part.workers == w)]
+                row += ([cell(hit.epoch_ms.iloc[0], ".1f"), speedup_cell(hit.iloc[0]),
+                         _runs(hit.iloc[0])] if len(hit) else ["", "", ""])
+            rows.append(row)
+        out.append(f"\n### {dataset}: {kind}, paired over rounds\n\n")
+        out.append(md_table(["method", *[h for w in ms for h in (
+            f"M={w} median ms", f"M={w} speedup [{LEVEL:.0%}]", f"M={w} runs")]], rows))
+    return "".join(out)
+
+
+def tta_tables(tta: pd.DataFrame, kind: str) -> str:
+    """Section 3's paired time-to-accuracy speedups, on the training clock."""
+    if tta.empty:
+        return ""
+    out = ["\nTime to accuracy on the training clock: the epochs' times summed up to the first "
+           "evaluation at the target (the warm-up counted: it is training; evaluation left out, "
+           "its seconds beside); median over runs; speedup = median over same-round pairs of "
+           "exact's time / the method's, bootstrapped over pairs.\n"]
+    for dataset, part in tta.groupby("dataset", sort=False):
+        out.append(f"\n### {dataset}: {kind}, paired over rounds\n\n")
+        out.append(md_table(
+            ["target", "method", "M", "target val", "runs reached", "pairs", "train s",
+             "evaluation s left out", f"speedup [{LEVEL:.0%}]"],
+            [[f"{r.target:g}", r.method, r.workers, cell(r.target_val, ".4f"), r.reached,
+              r.pairs, cell(r.train_s, ".2f"), cell(r.eval_s_excluded, ".2f"), speedup_cell(r)]
+             for r in part.itertuples()]))
+    return "".join(out)

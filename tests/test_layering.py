@@ -1,0 +1,207 @@
+"""The import rules of docs/architecture.md, read from every import statement of digest/,
+baselines/ and experiments/ (function-level ones too; only ``if TYPE_CHECKING:`` blocks are
+skipped): no cycle among the project's modules, digest/ never imports baselines/ or experiments/
+(except its entry point), and inside digest/ a layer imports only the layers below it."""
+from __future__ import annotations
+
+import ast
+import re
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+PACKAGES = ("digest", "baselines", "experiments")
+
+# digest/'s layers, bottom to top (docs/architecture.md): a module may import its own layer's
+# modules and any layer below. The package's __init__ (the public API) sits above them all.
+LAYERS = [
+    {"digest.errors", "digest.options"},
+    {"digest.methods"},
+    {"digest.config"},
+    {"digest.data", "digest.runtime"},
+    {"digest.models"},
+    {"digest.policies"},
+    {"digest.training"},
+    {"digest.asynchronous"},
+    {"digest.flags", "digest.cli", "digest.__main__"},
+    {"digest"},
+]
+ENTRY_POINT = "digest.cli"  # the one module of digest/ that imports baselines/
+
+
+def module_name(path: Path) -> str:
+    parts = list(path.relative_to(ROOT).with_suffix("").parts)
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def project_modules() -> dict[str, Path]:
+    return {module_name(p): p for pkg in PACKAGES for p in (ROOT / pkg).rglob("*.py")}
+
+
+def _type_checking(node: ast.If) -> bool:
+    t = node.test
+    return (isinstance(t, ast.Name) and t.id == "TYPE_CHECKING") or \
+        (isinstance(t, ast.Attribute) and t.attr == "TYPE_CHECKING")
+
+
+def _walk(tree: ast.AST):
+    """Every node but those under ``if TYPE_CHECKING:``."""
+    stack = [tree]
+    while stack:
+        node = stack.pop()
+        yield node
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, ast.If) and _type_checking(child):
+                stack.extend(child.orelse)
+            else:
+                stack.append(child)
+
+
+def imports_of(name: str, path: Path, modules: dict[str, Path]) -> set[str]:
+    """The project modules that ``name`` imports (a ``from pkg import sub`` names the submodule)."""
+    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+    found = set()
+    for node in _walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.Import):
+            targets = [a.name for a in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package.split(".")
+                base = base[:len(base) - node.level + 1]
+                origin = ".".join(base + ([node.module] if node.module else []))
+            else:
+                origin = node.module or ""
+            targets = [f"{origin}.{a.name}" if f"{origin}.{a.name}" in modules else origin
+                       for a in node.names]
+        else:
+            continue
+        for target in targets:
+            while target and target not in modules:  # `import a.b.c` of a package path
+                target = target.rpartition(".")[0]
+            if target and target != name:
+                found.add(target)
+    return found
+
+
+@pytest.fixture(scope="module")
+def graph() -> dict[str, set[str]]:
+    modules = project_modules()
+    return {name: imports_of(name, path, modules) for name, path in modules.items()}
+
+
+def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """Strongly connected components with more than one module (Tarjan)."""
+    index, low, stack, on, out = {}, {}, [], set(), []
+
+    def visit(v):
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on.add(v)
+        for w in graph.get(v, ()):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            comp = []
+            while True:
+                w = stack.pop()
+                on.discard(w)
+                comp.append(w)
+                if w == v:
+                    break
+            if len(comp) > 1:
+                out.append(sorted(comp))
+
+    for v in sorted(graph):
+        if v not in index:
+            visit(v)
+    return out
+
+
+def layer_of(module: str) -> int:
+    for i in range(len(LAYERS) - 1, -1, -1):
+        if any(module == top or module.startswith(top + ".") for top in LAYERS[i]) and \
+                (module != "digest" or i == len(LAYERS) - 1):
+            if i == len(LAYERS) - 1 and module != "digest":
+                continue
+            return i
+    raise AssertionError(f"{module} is in no layer of docs/architecture.md")
+
+
+def test_no_import_cycle(graph):
+    assert cycles(graph) == []
+
+
+def test_cycle_finder_finds_a_cycle():
+    assert cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+
+
+def test_digest_imports_neither_baselines_nor_experiments(graph):
+    bad = sorted(f"{m} -> {t}" for m, targets in graph.items() if m.split(".")[0] == "digest"
+                 for t in targets if t.split(".")[0] in ("baselines", "experiments")
+                 and m != ENTRY_POINT)
+    assert bad == []
+
+
+def test_baselines_never_import_experiments(graph):
+    bad = sorted(f"{m} -> {t}" for m, targets in graph.items() if m.startswith("baselines")
+                 for t in targets if t.startswith("experiments"))
+    assert bad == []
+
+
+def test_digest_layers_point_down(graph):
+    bad = sorted(f"{m} (layer {layer_of(m)}) -> {t} (layer {layer_of(t)})"
+                 for m, targets in graph.items() if m.split(".")[0] == "digest"
+                 for t in targets if t.split(".")[0] == "digest" and layer_of(t) > layer_of(m))
+    assert bad == []
+
+
+def test_every_digest_module_has_a_layer(graph):
+    for m in graph:
+        if m.split(".")[0] == "digest":
+            layer_of(m)
+
+
+def test_no_private_name_crosses_modules():
+    """``from x import _private`` across modules hides a dependency the owner cannot see."""
+    modules = project_modules()
+    bad = []
+    for name, path in modules.items():
+        for node in _walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom) and (node.level or (node.module or "").split(".")[0]
+                                                    in PACKAGES):
+                bad += [f"{name}: {a.name}" for a in node.names
+                        if a.name.startswith("_") and not a.name.startswith("__")]
+    assert bad == []
+
+
+def test_top_of_digest_is_small_and_files_are_short():
+    top = sorted(p.name for p in (ROOT / "digest").glob("*.py"))
+    assert len(top) <= 12, top
+    long = sorted(f"{p.relative_to(ROOT)}: {n}" for pkg in (*PACKAGES, "tests", "benchmarks")
+                  for p in (ROOT / pkg).rglob("*.py") if (n := len(p.read_text().splitlines())) > 350)
+    assert long == []
+
+
+def test_public_api_names_exist_and_the_guide_uses_only_them():
+    import digest
+    missing = [n for n in digest.__all__ if not hasattr(digest, n)]
+    assert missing == []
+    guide = (ROOT / "docs" / "adding-a-method.md").read_text()
+    code = re.findall(r"```python\n(.*?)```", guide, re.S)[0]
+    project = [n for n in ast.walk(ast.parse(code)) if isinstance(n, ast.ImportFrom)
+               and (n.module or "").split(".")[0] in PACKAGES]
+    assert project and all(n.module == "digest" for n in project)
+    assert all(a.name in digest.__all__ for n in project for a in n.names)
+
+
+def test_one_version_string():
+    import digest
+    pyproject = (ROOT / "pyproject.toml").read_text()
+    assert 'version = {attr = "digest.__version__"}' in pyproject
+    project = re.search(r"^\[project\]\n(.*?)(?=^\[)", pyproject, re.M | re.S).group(1)
+    assert 'dynamic = ["version"]' in project and not re.search(r"^version\s*=", project, re.M)
+    assert re.fullmatch(r"\d+\.\d+\.\d+", digest.__version__)

@@ -1,0 +1,273 @@
+"""SAT (METHODS.md 10.1, baselines/sat.py): the predictor on its own (2-hop restriction, learning a
+linear drift), then 3 real gloo workers in ONE launch: the temporal graph, identity predictor =
+DIGEST, the warm-up = DIGEST, no gradient from the GNN loss into the predictors, DIGEST's bytes,
+shared predictors, the gate, resumption from a checkpoint; bad values through the command line."""
+from __future__ import annotations
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+from baselines.sat_predictor import TemporalGraph, make_predictor, temporal_edges
+from digest.config import TrainConfig, validate
+from digest.data.cache import prepare_partition
+from digest.data.synthetic import make_synthetic
+from digest.runtime import comm
+from digest.training import checkpoint
+from digest.training.trainer import Trainer
+from distributed import run_workers
+from reliability_util import here
+
+
+def random_graph(n_inner, n_halo, edges, seed):
+    g = torch.Generator().manual_seed(seed)
+    n = n_inner + n_halo
+    e = torch.randint(0, n, (2, edges), generator=g)
+    e = e[:, e[0] != e[1]]
+    key = torch.unique(torch.cat([e[1] * n + e[0], e[0] * n + e[1]]))
+    return key % n, key // n
+
+
+def test_two_hop_restriction_gives_the_same_prediction():
+    """Only the halo rows are used, so running on their 2-hop neighbourhood in T_m gives the same
+    rows as running on all of T_m (a sparse graph, so the neighbourhood is a strict subset)."""
+    n_inner, n_halo, width, W = 60, 6, 5, 4
+    src, dst = random_graph(n_inner, n_halo, 70, seed=1)
+    near = TemporalGraph(n_inner, n_halo, src, dst, hops=2)
+    full = TemporalGraph(n_inner, n_halo, src, dst, hops=None)
+    assert near.nodes.numel() < full.nodes.numel() == n_inner + n_halo
+    P = make_predictor("lstm-gcn", width, seed=3)
+    window = torch.randn(n_inner + n_halo, W, width, generator=torch.Generator().manual_seed(2))
+    a = P(window[near.nodes], near.adj)[near.halo_pos]
+    b = P(window[full.nodes], full.adj)[full.halo_pos]
+    assert torch.allclose(a, b, atol=1e-6)
+    # and the graph is T_m with self-loops: every edge, both directions, plus the diagonal
+    dense = full.adj.to_dense()
+    want = torch.eye(n_inner + n_halo)
+    want[dst, src] = 1
+    assert torch.equal(dense, want)
+
+
+def _drift_run(seed: int, steps: int = 200, lr: float = 0.01):
+    """Halo and inner rows drift linearly, x_t = t B; pairs (window up to t, x_{t+1}[H]) for
+    t = 1..6 (W = 5, fewer at the start); the predictor trained ``steps`` Adam steps cycling over
+    them. Returns (relative errors before, after, of the stale rows x_t[H]) per pair."""
+    torch.manual_seed(seed)
+    torch.set_num_threads(1)
+    n_inner, n_halo, width, W = 12, 4, 4, 5
+    src, dst = random_graph(n_inner, n_halo, 16, seed)
+    g = TemporalGraph(n_inner, n_halo, src, dst)
+    B = torch.randn(n_inner + n_halo, width) * 0.2
+    P = make_predictor("lstm-gcn", width, seed=1)
+    opt = torch.optim.Adam(P.parameters(), lr=lr)
+    pairs = []
+    for t in range(1, 7):
+        window = torch.stack([s * B for s in range(max(0, t - W + 1), t + 1)], 1)[g.nodes]
+        pairs.append((window, (t + 1) * B[n_inner:], t * B[n_inner:]))
+
+    def errors():
+        with torch.no_grad():
+            return [float((P(w, g.adj)[g.halo_pos] - Z).norm() / Z.norm()) for w, Z, _ in pairs]
+    before = errors()
+    for i in range(steps):
+        w, Z, _ = pairs[i % len(pairs)]
+        opt.zero_grad()
+        F.mse_loss(P(w, g.adj)[g.halo_pos], Z).backward()
+        opt.step()
+    stale = [float((S - Z).norm() / Z.norm()) for _, Z, S in pairs]
+    return before, errors(), stale
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_predictor_learns_a_linear_drift(seed):
+    """Training on its pairs halves the predictor's error on them. What it does NOT show: the
+    spec's "a few predictor steps bring e_pred below e_stale" does not hold for the reference
+    architecture (an LSTM, then a sum-aggregation GCN: no path that copies the last snapshot).
+    Measured on this toy drift: after 200 Adam steps at lr 0.01, e_pred < e_stale on the pairs
+    t = 2..4 for about half the seeds; in training a predictor takes one step per sync."""
+    before, after, _ = _drift_run(seed)
+    assert sum(after) < 0.5 * sum(before), (before, after)
+
+
+# -- three workers --------------------------------------------------------------------------------
+
+WORKERS, I, STEPS = 3, 3, 8
+BASE = TrainConfig.of(method="digest", dataset="sat", hidden=8, layers=3, dropout=0.0, epochs=STEPS,
+                      sync_interval=I, progress=False)
+RUNS = {  # (another method starts from its own defaults: the interval is given to each)
+    "digest": dict(method="digest", sync_interval=I),
+    "identity": dict(method="sat", sync_interval=I, sat_predictor="identity"),
+    "sat": dict(method="sat", sync_interval=I, sat_lr=0.01),
+    "shared": dict(method="sat", sync_interval=I, sat_shared=True, epochs=6),
+    "gate": dict(method="sat", sync_interval=I, sat_gate=True),
+    # dropout on, replays kept: the direct run, and the same run checkpointed after step 4 and
+    # continued by a new trainer restored from the checkpoint
+    "direct": dict(method="sat", sync_interval=2, sat_replay=2, dropout=0.5),
+}
+
+
+def resumed(cfg, rt, part, out_dir, stop: int) -> list[float]:
+    """Losses of ``cfg`` run to ``stop``, checkpointed, restored into a new trainer, run on."""
+    first = Trainer(cfg, rt, part)
+    losses = [first.step(t) for t in range(stop)]
+    checkpoint.save(out_dir, first, stop)
+    second = Trainer(cfg, rt, part)
+    assert checkpoint.load(out_dir, second)[0] == stop
+    return losses + [second.step(t) for t in range(stop, cfg.optim.epochs)]
+
+
+def record(cfg, rt, part, runs, out_dir):
+    torch.set_num_threads(1)
+    src, dst = temporal_edges(part)
+    out = {"ids": part.global_ids.clone(), "n_inner": part.n_inner, "tm": (src, dst)}
+    for name, over in runs.items():
+        run_cfg = cfg.replace(**over)
+        validate(run_cfg)
+        trainer = Trainer(run_cfg, rt, part)
+        policy = trainer.policy
+        steps = []
+        for t in range(run_cfg.optim.epochs):
+            comm.traffic.reset()
+            loss = trainer.step(t)
+            rec = {"loss": loss, **comm.traffic.snapshot(), **policy.state(),
+                   "grads": [p.grad.clone() for p in trainer.model.parameters()],
+                   "used": {l: v.clone() for l, v in policy.used.items()}}
+            if hasattr(policy, "predictors"):
+                rec["pgrads"] = [None if p.grad is None else p.grad.clone()
+                                 for p in policy.predictors.parameters()]
+                rec["pparams"] = [p.detach().clone() for p in policy.predictors.parameters()]
+            steps.append(rec)
+        out[name] = steps
+    out["resumed"] = resumed(cfg.replace(**runs["direct"]), rt, part, out_dir, 4)
+    return out
+
+
+@pytest.fixture(scope="module")
+def world(tmp_path_factory):
+    graph = make_synthetic(nodes=240, classes=3, avg_degree=6, features=10, seed=4)
+    part_dir = prepare_partition("sat", WORKERS, "metis", 0, tmp_path_factory.mktemp("data"),
+                                 graph=graph)
+    return graph, run_workers(record, BASE, part_dir, WORKERS, runs=RUNS,
+                              out_dir=str(tmp_path_factory.mktemp("run")))
+
+
+def test_temporal_graph_is_the_induced_subgraph(world):
+    """T_m = every edge of G between V_m and H_m, halo-halo edges included, both directions."""
+    graph, ranks = world
+    s, d = graph.edge_index
+    for r in ranks:
+        ids = r["ids"]
+        local = torch.full((graph.num_nodes,), -1)
+        local[ids] = torch.arange(ids.numel())
+        inside = (local[s] >= 0) & (local[d] >= 0)
+        want = sorted(zip(local[s[inside]].tolist(), local[d[inside]].tolist()))
+        src, dst = r["tm"]
+        assert sorted(zip(src.tolist(), dst.tolist())) == want
+    # halo-halo edges (gathered from their owners) exist here, so that path was exercised
+    assert all(bool(((r["tm"][0] >= r["n_inner"]) & (r["tm"][1] >= r["n_inner"])).any())
+               for r in ranks)
+
+
+def same(a, b):
+    return all(torch.equal(x, y) for x, y in zip(a, b))
+
+
+def test_identity_predictor_is_digest(world):
+    _, ranks = world
+    for r in ranks:
+        for a, b in zip(r["identity"], r["digest"]):
+            assert a["loss"] == b["loss"] and same(a["grads"], b["grads"])
+            assert a["bytes_total"] == b["bytes_total"]
+            for key in ("staleness_repr", "store_syncs", "stale_err_l1", "stale_err_l2"):
+                assert a.get(key) == b.get(key), key
+        # from the first sync on, the identity's rows are read instead of the store's
+        assert [s["sat_used_l1"] for s in r["identity"]] == [0] * I + [1] * (STEPS - I)
+
+
+def test_warm_up_is_digest_then_the_prediction_is_read(world):
+    _, ranks = world
+    total = [sum(r[run][t]["loss"] for r in ranks) for run in ("sat", "digest")
+             for t in range(STEPS)]
+    sat, digest = total[:STEPS], total[STEPS:]
+    assert sat[:I] == digest[:I]  # steps 0..I-1: the store rows (the predictor untrained)
+    assert sat[I] != digest[I]  # step I reads the predictions
+    for r in ranks:
+        steps = r["sat"]
+        assert [s["sat_used_l2"] for s in steps] == [0] * I + [1] * (STEPS - I)
+        for a, b in zip(steps, r["digest"]):  # private predictors: DIGEST's bytes, step for step
+            for key in ("bytes_halo_fwd", "bytes_halo_bwd", "bytes_store", "bytes_params"):
+                assert a[key] == b[key], key
+        # at the first sync, the staleness error is DIGEST's and the prediction error is reported
+        assert steps[I - 1]["stale_err_l1"] == r["digest"][I - 1]["stale_err_l1"]
+        for t in (I - 1, 2 * I - 1):
+            assert steps[t]["pred_err_l1"] > 0 and steps[t]["pred_err_l2"] > 0
+            assert steps[t]["sat_loss"] > 0
+        assert all(s["sat_time"] >= 0 and s["sat_mem_mb"] > 0 for s in steps)
+        for t in range(I, STEPS):  # the rows read are the prediction, not the store
+            assert not torch.equal(steps[t]["used"][1], r["digest"][t]["used"][1])
+
+
+def test_gnn_loss_gives_no_gradient_to_the_predictors(world):
+    """Between syncs the GNN's backward runs every step; the predictors' gradients and
+    parameters stay as the last sync's update left them (a gradient from the GNN loss would
+    accumulate into .grad)."""
+    _, ranks = world
+    for r in ranks:
+        steps = r["sat"]
+        assert all(g is None for g in steps[0]["pgrads"])  # before any sync: never touched
+        for t in range(I, 2 * I - 1):  # steps after the first sync, before the second
+            assert same(steps[t]["pgrads"], steps[I - 1]["pgrads"])
+            assert same(steps[t]["pparams"], steps[I - 1]["pparams"])
+        assert not same(steps[2 * I - 1]["pparams"], steps[I - 1]["pparams"])  # a sync updates
+
+
+def test_shared_predictors_stay_equal_and_their_bytes_are_counted(world):
+    _, ranks = world
+    numel = sum(p.numel() for p in ranks[0]["shared"][0]["pparams"])
+    for t in (I - 1, 2 * I - 1):
+        for r in ranks[1:]:
+            assert same(r["shared"][t]["pparams"], ranks[0]["shared"][t]["pparams"])
+        for r in ranks:
+            extra = r["shared"][t]["bytes_params"] - r["digest"][t]["bytes_params"]
+            assert extra == 2 * (WORKERS - 1) * numel * 4 // WORKERS
+    assert not same(ranks[0]["sat"][2 * I - 1]["pparams"], ranks[1]["sat"][2 * I - 1]["pparams"])
+
+
+def test_gate(world):
+    """A layer whose prediction error at a sync was not below the staleness error reads the
+    store rows until the next sync."""
+    _, ranks = world
+    for r in ranks:
+        steps = r["gate"]
+        for sync in (I - 1, 2 * I - 1):
+            for l in (1, 2):
+                closed = steps[sync][f"sat_gate_l{l}"]
+                pred, stale = steps[sync][f"pred_err_l{l}"], steps[sync][f"stale_err_l{l}"]
+                assert closed == int(pred >= stale)
+                for t in range(sync + 1, min(sync + 1 + I, STEPS)):
+                    assert steps[t][f"sat_used_l{l}"] == 1 - closed
+
+
+# -- the command line -----------------------------------------------------------------------------
+
+def test_resume_continues_identically(world):
+    """Predictors, their optimiser, windows, kept pairs and flags are checkpointed: a run stopped
+    after step 4 and restored into a new trainer continues as the direct run (dropout on)."""
+    _, ranks = world
+    for r in ranks:
+        assert r["resumed"] == [s["loss"] for s in r["direct"]]
+
+
+@pytest.mark.parametrize("flags,message", [
+    (["--sat-window", "0"], "error: --sat-window must be >= 1"),
+    (["--sat-lr", "0"], "error: --sat-lr must be > 0"),
+    (["--sat-replay", "0"], "error: --sat-replay must be >= 1"),
+    (["--sync-interval", "0"], "error: --sync-interval must be >= 1"),
+])
+def test_bad_values_are_one_line(flags, message, tmp_path, capsys, monkeypatch):
+    monkeypatch.setenv("DIGEST_DATA", str(tmp_path / "data"))
+    monkeypatch.chdir(tmp_path)
+    rc, err = here(["train", "--method", "sat", *flags, "--out", tmp_path / "run"], capsys)
+    assert rc == 2 and err == [message]
+    assert not (tmp_path / "run").exists()
+

@@ -1,0 +1,120 @@
+"""The runner's interleaving (experiments/schedule.py, docs/methods.md section 11): round by
+round, point by point, the methods of a point in turn, rotated each round; rounds and A/A labels
+in the suite (experiments/config.py); run.json's round and start time. The launch is mocked: no
+training."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from experiments import runner
+from experiments.config import (config_hash, expand, is_aa, labels, load_suite, suite_from_dict)
+from experiments.schedule import interleave, rotated
+
+SUITE = {"name": "t", "datasets": ["synthetic"], "workers": [2], "seeds": [0, 1], "epochs": 5,
+         "model": {"hidden": 8}, "rounds": 3, "aa": True,
+         "methods": [{"label": "exact", "method": "exact"},
+                     {"label": "partition", "method": "partition"}]}
+
+
+def names(runs):
+    return [r.name for r in runs]
+
+
+def test_rounds_and_the_a_a_twin_expand_in_the_tables_order():
+    suite = suite_from_dict(SUITE)
+    assert labels(suite) == ["exact", "exact-aa", "partition"] and is_aa("exact-aa")
+    runs = expand(suite)
+    assert names(runs)[:6] == ["exact_w2_s0", "exact_w2_s0_r1", "exact_w2_s0_r2",
+                               "exact_w2_s1", "exact_w2_s1_r1", "exact_w2_s1_r2"]
+    assert len(runs) == 3 * 2 * 3
+    a, b = runs[0], runs[1]  # round 0 and round 1 of one run: the hash differs by the round only
+    assert a.flags == b.flags and a.argv("d") == b.argv("d")
+    assert a.hash == config_hash(a.flags) and b.hash == config_hash({**a.flags, "round": 1})
+    aa = next(r for r in runs if r.label == "exact-aa")
+    assert aa.flags == a.flags and aa.spec.method == "exact"  # the same run under a second label
+
+
+def test_interleave_round_robin_at_each_point_rotated_each_round():
+    order = names(interleave(expand(suite_from_dict(SUITE))))
+    assert order == [
+        # round 0: point (seed 0), then point (seed 1): every method once, in the suite's order
+        "exact_w2_s0", "exact-aa_w2_s0", "partition_w2_s0",
+        "exact_w2_s1", "exact-aa_w2_s1", "partition_w2_s1",
+        # round 1: each point's order starts one method later
+        "exact-aa_w2_s0_r1", "partition_w2_s0_r1", "exact_w2_s0_r1",
+        "exact-aa_w2_s1_r1", "partition_w2_s1_r1", "exact_w2_s1_r1",
+        # round 2
+        "partition_w2_s0_r2", "exact_w2_s0_r2", "exact-aa_w2_s0_r2",
+        "partition_w2_s1_r2", "exact_w2_s1_r2", "exact-aa_w2_s1_r2"]
+    assert rotated([1, 2, 3], 4) == [2, 3, 1] and rotated([], 1) == []
+
+
+def test_methods_at_some_points_only_and_networks_make_points_of_their_own():
+    suite = suite_from_dict({**SUITE, "seeds": [0], "rounds": 2, "aa": False, "workers": [2, 4],
+                             "methods": [{"label": "exact", "method": "exact"},
+                                         {"label": "partition", "method": "partition",
+                                          "workers": [4]}]})
+    assert names(interleave(expand(suite))) == [
+        "exact_w2_s0", "exact_w4_s0", "partition_w4_s0",
+        "exact_w2_s0_r1", "partition_w4_s0_r1", "exact_w4_s0_r1"]
+
+
+def test_a_suite_without_rounds_runs_point_by_point_with_its_names_and_hashes():
+    suite = suite_from_dict({**SUITE, "rounds": 1, "aa": False})
+    runs = interleave(expand(suite))
+    assert names(runs) == ["exact_w2_s0", "partition_w2_s0", "exact_w2_s1", "partition_w2_s1"]
+    assert all(r.round == 0 and r.hash == config_hash(r.flags) for r in runs)
+
+
+@pytest.mark.parametrize("name", ["repro", "wave2", "depth", "models", "arxiv", "straggler",
+                                  "cluster", "cluster_quick", "cluster_overlap",
+                                  "synthetic_default"])
+def test_committed_suites_keep_one_round_their_names_and_hashes(name):
+    suite = load_suite(name)
+    assert (suite.rounds, suite.aa) == (1, False)
+    runs = expand(suite)
+    assert all(r.round == 0 and not r.name.endswith(("_r1", "_r2")) for r in runs)
+    assert all(r.hash == config_hash(r.flags) for r in runs)
+    assert sorted(names(interleave(runs))) == sorted(names(runs))
+
+
+def test_protocol_settings_are_checked():
+    with pytest.raises(ValueError, match="rounds must be an integer >= 1"):
+        suite_from_dict({**SUITE, "rounds": 0})
+    with pytest.raises(ValueError, match="aa must be true or false"):
+        suite_from_dict({**SUITE, "aa": "yes"})
+    with pytest.raises(ValueError, match=r"warmup must be an integer in \[0, epochs\)"):
+        suite_from_dict({**SUITE, "warmup": 5})
+    with pytest.raises(ValueError, match="exact-aa is an A/A label, so it must run what exact runs"):
+        suite_from_dict({**SUITE, "aa": False, "methods": [
+            {"label": "exact", "method": "exact"},
+            {"label": "exact-aa", "method": "exact", "flags": {"dropout": 0.1}}]})
+    # written out by hand instead of aa: true, the same twin
+    hand = suite_from_dict({**SUITE, "aa": False, "methods": [
+        {"label": "exact", "method": "exact"}, {"label": "exact-aa", "method": "exact"}]})
+    assert labels(hand) == ["exact", "exact-aa"]
+
+
+def test_the_runner_starts_runs_interleaved_and_records_round_and_start(tmp_path, monkeypatch):
+    monkeypatch.setattr(runner, "unavailable_datasets", lambda names: {})
+    calls = []
+
+    def launch(run, directory):
+        calls.append(run.name)
+        (Path(directory) / "summary.json").write_text(json.dumps({"status": "complete"}))
+        return 0
+
+    suite = suite_from_dict(SUITE)
+    counts = runner.run_suite(suite, tmp_path, {"exact", "partition"}, launch)
+    assert counts["ran"] == 18 and calls == names(interleave(expand(suite)))
+    plan = json.loads((tmp_path / "plan_t.json").read_text())
+    assert plan["runs"] == [f"synthetic/{n}" for n in calls]
+    record = json.loads((tmp_path / "synthetic" / "partition_w2_s1_r2" / "run.json").read_text())
+    assert record["round"] == 2 and record["label"] == "partition" and record["status"] == "complete"
+    assert record["started"] and record["hash"] == config_hash({**record["flags"], "round": 2})
+    calls.clear()  # complete with the same hashes: nothing reruns
+    assert runner.run_suite(suite, tmp_path, {"exact", "partition"}, launch)["skipped"] == 18
+    assert calls == []

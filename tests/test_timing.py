@@ -1,0 +1,203 @@
+"""The timing protocol's statistics (experiments/timing.py, docs/methods.md section 11) on
+hand-made numbers: paired same-round ratios, their bootstrap interval, the A/A noise floor, the
+warm-up and the training clock; then the tables of a hand-made suite with rounds. No training."""
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+import yaml
+
+from experiments import timing
+from experiments.config import expand, load_suite
+from experiments.load import load
+from experiments.timing import NO_DIFFERENCE, Interval, paired_ratio, verdict
+
+
+def test_identical_series_give_one_with_a_zero_width_interval():
+    t = [0.11, 0.13, 0.12, 0.19, 0.10]
+    iv = paired_ratio([(t, t), (t, t), (t, t)])
+    assert (iv.median, iv.lo, iv.hi, iv.pairs) == (1.0, 1.0, 1.0, 3)
+
+
+def test_a_method_twice_as_fast_in_every_epoch_gives_two_exactly():
+    method = [0.05, 0.07, 0.06, 0.08]  # even count: the median is a mean of two, still exact
+    exact = [2 * t for t in method]
+    iv = paired_ratio([(exact, method)] * 3)
+    assert (iv.median, iv.lo, iv.hi) == (2.0, 2.0, 2.0)
+
+
+def test_pairing_cancels_a_slow_round():
+    """Round 1 runs 3x slower for every method (a slow hour): the same-round ratio is still 2."""
+    method = np.array([0.05, 0.07, 0.06])
+    pairs = [(2 * method, method), (2 * 3 * method, 3 * method), (2 * method, method)]
+    iv = paired_ratio(pairs)
+    assert (iv.median, iv.lo, iv.hi) == (2.0, 2.0, 2.0)
+
+
+def test_the_speedup_is_the_median_over_rounds_and_the_interval_spans_them():
+    one = [0.1, 0.1, 0.1]  # constant epochs: only the draw of rounds varies
+    pairs = [([0.15] * 3, one), ([0.2] * 3, one), ([0.4] * 3, one)]  # ratios 1.5, 2, 4
+    iv = paired_ratio(pairs)
+    assert iv.median == pytest.approx(2.0, abs=1e-12)
+    assert iv.lo == pytest.approx(1.5, abs=1e-12) and iv.hi == pytest.approx(4.0, abs=1e-12)
+
+
+def test_the_bootstrap_is_reproducible_and_its_interval_holds_the_median():
+    rng = np.random.default_rng(7)
+    pairs = [(0.2 + 0.02 * rng.random(20), 0.1 + 0.01 * rng.random(20)) for _ in range(3)]
+    a, b = paired_ratio(pairs), paired_ratio(pairs)
+    assert a == b  # a fixed seed: the same tables from the same runs
+    assert a.lo < a.median < a.hi
+
+
+def test_no_pairs_no_interval():
+    assert paired_ratio([]) is None and verdict(None, None) == "n/a"
+
+
+def test_overlapping_intervals_read_no_measurable_difference():
+    floor = Interval(1.0, 0.95, 1.06, 3)  # the A/A interval
+    assert verdict(Interval(1.04, 1.02, 1.10, 3), floor) == NO_DIFFERENCE
+    assert verdict(Interval(0.97, 0.90, 0.95, 3), floor) == NO_DIFFERENCE  # touching counts
+    assert verdict(Interval(1.30, 1.20, 1.41, 3), floor) == "faster"
+    assert verdict(Interval(0.80, 0.75, 0.90, 3), floor) == "slower"
+    # no A/A run: an interval containing 1 is no measurable difference
+    assert verdict(Interval(1.04, 0.99, 1.10, 3), None) == NO_DIFFERENCE
+    assert verdict(Interval(1.04, 1.01, 1.10, 3), None) == "faster"
+
+
+def test_warm_up_epochs_are_left_out():
+    m = pd.DataFrame({"epoch_time": [9.0, 5.0, 3.0, 0.1, 0.1, 0.1]})
+    assert list(timing.timed(m, 3)) == [0.1, 0.1, 0.1]
+    assert list(timing.timed(m, 0)) == [9.0, 5.0, 3.0, 0.1, 0.1, 0.1]
+
+
+def test_time_to_accuracy_is_on_the_training_clock():
+    m = pd.DataFrame({"epoch": [0, 1, 2, 3], "epoch_time": [0.5, 0.25, 0.25, 0.25],
+                      "val_acc": [0.2, 0.5, 0.8, 0.9], "eval_time": [1.0, 1.0, 1.0, 1.0]})
+    hit = timing.time_to_target(m, 0.75)
+    assert hit == {"time": 1.0, "eval": 3.0, "epochs": 3}  # 0.5 + 0.25 + 0.25; evaluation apart
+    assert timing.time_to_target(m, 0.95) is None
+
+
+def test_metrics_wall_time_is_the_training_clock():
+    """metrics.csv's wall_time (what tables.time_to_accuracy reads) is the running sum of the
+    epoch times: evaluation, recorded apart as eval_time, is not in it."""
+    from digest.training import records
+    rows = []
+    for e, (t, ev) in enumerate([(0.5, 1.0), (0.25, 1.0), (0.25, 1.0)]):
+        row = {"epoch": e, "epoch_time": t, "bytes_total": 0, "eval_time": ev}
+        rows.append(records.accumulate(row, rows[-1] if rows else None))
+    assert [r["wall_time"] for r in rows] == list(timing.train_clock(pd.DataFrame(rows))) == [
+        0.5, 0.75, 1.0]
+
+
+# -- a hand-made suite with rounds and an A/A label ---------------------------------------------
+SUITE = {"name": "tq", "datasets": ["synthetic"], "workers": [4], "seeds": [0], "epochs": 6,
+         "rounds": 3, "aa": True, "warmup": 2, "model": {"hidden": 8},
+         "methods": [{"label": "exact", "method": "exact"},
+                     {"label": "partition", "method": "partition"},
+                     {"label": "digest-I10", "method": "digest", "flags": {"sync_interval": 10}}]}
+SLOW = {0: 1.0, 1: 3.0, 2: 1.5}  # round r's machine: every method's epochs x SLOW[r]
+BASE = [0.1, 0.1, 0.1, 0.1]  # exact's timed epochs in a quiet round
+
+
+def times(label: str, r: int) -> list:
+    """Hand-made epoch times: two warm-up epochs (huge, left out), then four timed ones."""
+    wobble = {"exact": [1.0, 1.0, 1.0, 1.0], "exact-aa": [1.0, 1.02, 0.98, 1.0],
+              "partition": [1.0, 0.98, 1.02, 1.0], "digest-I10": [0.5, 0.5, 0.5, 0.5]}[label]
+    return [5.0, 2.0] + [b * w * SLOW[r] for b, w in zip(BASE, wobble)]
+
+
+def write(root, run, epoch_times, vals, summary_extra=None):
+    d = run.directory(root)
+    d.mkdir(parents=True)
+    rows = [{"epoch": e, "epoch_time": t, "val_acc": v, "test_acc": v, "eval_time": 0.05,
+             "bytes_total": 0, "cum_bytes": 0} for e, (t, v) in enumerate(zip(epoch_times, vals))]
+    m = pd.DataFrame(rows)
+    m["wall_time"] = m["epoch_time"].cumsum()
+    m.to_csv(d / "metrics.csv", index=False)
+    summary = {"status": "complete", "best_val": max(vals), "test_at_best_val": max(vals),
+               "machine": {"cores": 2, "workers": 4, "workers_per_node": 4,
+                           "pinning": "worker 0 on core 0 (w mod 2)"},
+               **(summary_extra or {})}
+    (d / "summary.json").write_text(json.dumps(summary))
+    (d / "run.json").write_text(json.dumps({"label": run.label, "dataset": run.dataset,
+                                            "method": run.spec.method, "workers": run.workers,
+                                            "seed": run.seed, "round": run.round,
+                                            "hash": run.hash}))
+
+
+@pytest.fixture
+def suite(tmp_path):
+    path = tmp_path / "tq.yaml"
+    path.write_text(yaml.safe_dump(SUITE))
+    vals = [0.1, 0.2, 0.5, 0.8, 0.9, 0.95]
+    for run in expand(load_suite(str(path))):
+        write(tmp_path / "runs", run, times(run.label, run.round), vals)
+    return str(path), tmp_path / "runs"
+
+
+def test_rounds_are_read_apart_from_the_per_seed_tables(suite):
+    path, root = suite
+    loaded = load(root, path)
+    assert [r.label for r in loaded.records] == ["exact", "exact-aa", "partition", "digest-I10"]
+    assert {r.round for r in loaded.records} == {0} and {r.round for r in loaded.later} == {1, 2}
+    assert loaded.warmup == 2 and loaded.expected == 12 and timing.applies(loaded)
+
+
+def test_the_hand_made_suite_s_speedups(suite):
+    path, root = suite
+    t = timing.epoch_speedups(load(root, path)).set_index("method")
+    assert list(t.index) == ["exact", "exact-aa", "partition", "digest-I10"]
+    assert set(t["pairs"]) == {0, 3} and set(t["warmup"]) == {2} and set(t["timed_epochs"]) == {"4"}
+    # exact's median timed epoch over its three rounds: 0.1 x (1.0, 3.0, 1.5) -> 0.15 s
+    assert t.loc["exact", "epoch_ms"] == pytest.approx(150.0)
+    assert t.loc["exact", "verdict"] == "reference" and t.loc["exact", "speedup"] == 1.0
+    # digest-I10 is exactly twice as fast in every epoch of every round, slow rounds included
+    d = t.loc["digest-I10"]
+    assert (d.speedup, d.speedup_lo, d.speedup_hi, d.verdict) == (2.0, 2.0, 2.0, "faster")
+    aa = t.loc["exact-aa"]
+    assert aa.verdict == "A/A (noise floor)" and aa.speedup_lo < 1.0 < aa.speedup_hi
+    # partition's epochs wobble like the A/A's: inside the noise floor
+    p = t.loc["partition"]
+    assert p.verdict == NO_DIFFERENCE and p.floor == "A/A"
+    assert (p.aa_lo, p.aa_hi) == (aa.speedup_lo, aa.speedup_hi)
+
+
+def test_the_hand_made_suite_s_time_to_accuracy(suite):
+    path, root = suite
+    t = timing.tta_speedups(load(root, path), (0.9,)).set_index("method")
+    # target 0.9 x 0.95 = 0.855: epoch 4 (val 0.9); warm-up counted, evaluation left out
+    e = t.loc["exact"]
+    assert e.target_val == pytest.approx(0.855) and e.reached == "3/3"
+    assert e.train_s == pytest.approx(5.0 + 2.0 + 0.3 * 1.5)  # median of the rounds' clocks
+    assert e.eval_s_excluded == pytest.approx(0.25)
+    d = t.loc["digest-I10"]  # the same warm-up, half the timed epochs: paired, exact
+    ratios = sorted((7.0 + 0.3 * s) / (7.0 + 0.15 * s) for s in SLOW.values())
+    assert d.speedup == pytest.approx(ratios[1]) and d.speedup_lo == pytest.approx(ratios[0])
+    assert d.speedup_hi == pytest.approx(ratios[2])
+
+
+def test_a_suite_without_rounds_or_a_a_gets_no_timing_tables(tmp_path):
+    path = tmp_path / "plain.yaml"
+    path.write_text(yaml.safe_dump({**SUITE, "name": "plain", "rounds": 1, "aa": False}))
+    vals = [0.1, 0.2, 0.5, 0.8, 0.9, 0.95]
+    for run in expand(load_suite(str(path))):
+        write(tmp_path / "runs", run, times(run.label, 0), vals)
+    loaded = load(tmp_path / "runs", str(path))
+    assert not loaded.later and not timing.applies(loaded) and timing.build(loaded, (0.98,)) == {}
+
+
+def test_contention_line_says_cores_pinning_and_quota(suite):
+    path, root = suite
+    assert timing.contention(load(root, path)) == [
+        "Contention: 4 worker(s) shared 2 core(s), pinned (worker w on core w mod C), no CPU "
+        "quota (not emulated) (12 runs)"]
+    emulated = {"emulation": {"cpu_quota": "0.5 cores per worker (2 cores / 4 workers, cgroup v2)"}}
+    none = {"emulation": {"cpu_quota": "none: no cgroup cpu controller on this machine"}}
+    assert timing._quota(emulated) == "CPU quota of 0.5 cores per worker (2 cores / 4 workers, cgroup v2)"
+    assert timing._quota(none) == "no CPU quota (no cgroup cpu controller on this machine)"
+    assert timing._pinning("not needed: 2 workers on 2 cores").startswith("not pinned")
