@@ -1,4 +1,4 @@
-"""The mini-batch method's data side (METHODS.md 10.3; used by baselines/minibatch.py): a
+"""The mini-batch method's data side (docs/methods.md 10.3; used by baselines/minibatch.py): a
 pure-torch backend for PyG's ``NeighborSampler`` (pyg-lib, which PyG uses when installed, is not on
 PyPI, and torch-sparse does not build for this torch), the whole graph assembled on every worker
 from the parts, and row selection from sparse features."""
@@ -79,13 +79,19 @@ class TorchNeighborSampler(NeighborSampler):
 def replicate(part) -> dict:
     """The whole graph on this worker, assembled from every worker's part (one start-up
     ``all_gather_object``; collective). Returns global ``edge_index [2, E]``, ``x`` (dense
-    ``[N, F]`` or sparse CSR), ``y [N]``, ``train [N]`` (bool), ``part_of [N]``, ``deg [N]``
+    ``[N, F]`` or sparse COO), ``y [N]``, ``train [N]`` (bool), ``part_of [N]``, ``deg [N]``
     (global degrees) and ``nbytes`` (what this worker holds of it)."""
+    return assemble(comm.all_gather_object(own_share(part)))
+
+
+def own_share(part) -> dict:
+    """What worker m contributes: its inner rows (global ids), the edges into them, their
+    features, labels, training mask and global degrees."""
     n = part.n_inner
     ids = part.global_ids
     src, dst = part.edge_index
     mine = {"ids": ids[:n], "src": ids[src], "dst": ids[dst], "y": part.y,
-            "train": part.train_mask, "deg": part.deg[:n]}
+            "train": part.train_mask, "deg": part.deg[:n], "features": int(part.x.size(1))}
     x = part.x
     if x.is_sparse:
         x = x.coalesce()
@@ -93,12 +99,16 @@ def replicate(part) -> dict:
         mine["x"] = ("sparse", ids[x.indices()[0][keep]], x.indices()[1][keep], x.values()[keep])
     else:
         mine["x"] = ("dense", x[:n])
-    parts = comm.all_gather_object(mine)
+    return mine
+
+
+def assemble(parts: list[dict]) -> dict:
+    """The whole graph from every worker's ``own_share``, in rank order."""
     N = sum(int(p["ids"].numel()) for p in parts)
-    Fdim = int(part.x.size(1))
-    y = torch.empty(N, dtype=part.y.dtype)
+    Fdim = parts[0]["features"]
+    y = torch.empty(N, dtype=parts[0]["y"].dtype)
     train = torch.zeros(N, dtype=torch.bool)
-    deg = torch.zeros(N, dtype=part.deg.dtype)
+    deg = torch.zeros(N, dtype=parts[0]["deg"].dtype)
     part_of = torch.empty(N, dtype=torch.long)
     for m, p in enumerate(parts):
         y[p["ids"]], train[p["ids"]], deg[p["ids"]], part_of[p["ids"]] = p["y"], p["train"], \
@@ -114,7 +124,6 @@ def replicate(part) -> dict:
         X = torch.empty(N, Fdim, dtype=parts[0]["x"][1].dtype)
         for p in parts:
             X[p["ids"]] = p["x"][1]
-    del parts
     out = {"edge_index": edge_index, "x": X, "y": y, "train": train, "part_of": part_of,
            "deg": deg}
     out["nbytes"] = sum(_nbytes(t) for t in out.values())

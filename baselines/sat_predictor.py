@@ -1,4 +1,4 @@
-"""SAT's predictor and the graph it runs on (METHODS.md 10.1; used by baselines/sat.py): the
+"""SAT's predictor and the graph it runs on (docs/methods.md 10.1; used by baselines/sat.py): the
 temporal graph T_m of a worker (its part's rows, both edge directions, halo-halo edges gathered
 from their owners, self-loops), restricted to what a 2-layer GCN needs for the halo rows, and the
 reference code's LSTM + sum-aggregation GCN (``auxiliary_models/lstm_gcn.py``).

@@ -187,6 +187,39 @@ def _resume_config(cfg: TrainConfig, given: dict, world: int | None) -> TrainCon
 WORKER_MODULES = ("baselines", "digest.asynchronous")
 
 
+# Settings that do not change a run's results: a complete run differing only in these is the same
+# run (--out, and how the run is watched, checkpointed or profiled).
+_NOT_THE_RUN = frozenset({"out", "resume", "overwrite", "progress", "timeout", "data_root",
+                          "checkpoint_every", "profile", "workers"})  # (the world size is compared)
+
+
+def _complete_in(cfg: TrainConfig, world: int) -> bool:
+    """Nothing already written is lost by a second ``train``: when the output directory holds a
+    complete run (its summary.json), True if it is this configuration's (said on stdout), a
+    one-line UsageError if it is another's; --overwrite replaces either. False otherwise."""
+    import json
+    out_dir = Path(cfg.run_dir(world))
+    try:
+        summary = json.loads((out_dir / "summary.json").read_text())
+    except (OSError, ValueError):
+        return False
+    if not isinstance(summary, dict) or summary.get("status") != "complete":
+        return False
+    if cfg.runtime.overwrite:
+        return False
+    saved, now = dict(summary.get("config") or {}), {**cfg.flat(), "world_size": world}
+    if summary.get("world_size") is not None:
+        saved["world_size"] = summary["world_size"]
+    changed = [f"--{k.replace('_', '-')} {saved[k]} -> {now[k]}" for k in now
+               if k not in _NOT_THE_RUN and k in saved and saved[k] != now[k]]
+    if changed:
+        raise UsageError(f"--out {out_dir} holds a complete run of another configuration "
+                         f"({', '.join(changed)}); choose another --out, or give --overwrite to "
+                         "replace it")
+    print(f"{out_dir} already holds this run, complete; nothing to do (--overwrite runs it again)")
+    return True
+
+
 def cmd_train(args) -> int:
     given = flags.given(args)
     try:
@@ -206,6 +239,8 @@ def cmd_train(args) -> int:
         netem.check(rt.emulate_network, rt.emulate_latency, world or rt.workers,
                         under_torchrun(), getattr(args, "argv", None))
     _check_dataset(cfg.data.dataset, world or cfg.runtime.workers, "--workers")
+    if not cfg.runtime.resume and _complete_in(cfg, world or cfg.runtime.workers):
+        return 0  # the same run, already complete there: nothing to do
     if under_torchrun():  # this process is one of torchrun's workers
         interrupt_once()
         out_dir = cfg.runtime.resume or cfg.run_dir(world)

@@ -75,6 +75,9 @@ class RuntimeConfig:
     timeout: float = option(300.0, "collective timeout in seconds (a dead peer becomes an error)")
     checkpoint_every: int = option(0, "write a checkpoint every N epochs (0 = never)")
     resume: str | None = option(None, "resume the run in this output directory")
+    overwrite: bool = option(False, "replace a complete run of another configuration in the "
+                             "output directory (without it, train refuses; the same "
+                             "configuration complete there is not run again)")
     device: str = option("auto", "cpu, cuda or auto", choices=("auto", "cpu", "cuda"))
     progress: bool = option(True, "show a progress bar")
     profile: str | None = option(None, "write torch.profiler reports of training steps 5-14 (each "

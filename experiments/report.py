@@ -6,6 +6,7 @@ import json
 
 import pandas as pd
 
+from . import timing, timing_render
 from .cluster import markdown as cluster_markdown
 from .config import base_label, exact_for
 from .costmodel import Network
@@ -18,12 +19,14 @@ from .render import cell, md_table, times
 def runs_index(loaded: Loaded) -> pd.DataFrame:
     """runs.csv: every run's identity, command and own results, so per-seed comparisons (paired
     by seed) can be read from committed files, not only the means of the other tables."""
+    rounds = bool(loaded.later)  # a suite with rounds: each run's round, after its seed
     return pd.DataFrame([{"dataset": r.dataset, "method": r.label, "workers": r.workers,
-                          "seed": r.seed, "best_val": r.summary.get("best_val"),
+                          "seed": r.seed, **({"round": r.round} if rounds else {}),
+                          "best_val": r.summary.get("best_val"),
                           "test_at_best_val": r.summary.get("test_at_best_val"),
                           "mean_epoch_time": r.metrics["epoch_time"].mean(),
                           "directory": str(r.directory), "git_commit": r.summary.get("git_commit"),
-                          "command": r.summary.get("command")} for r in loaded.records])
+                          "command": r.summary.get("command")} for r in timing.every_round(loaded)])
 
 
 def _distinct(values) -> list:
@@ -50,10 +53,11 @@ def header(loaded: Loaded, net: Network | None, target, command: str) -> str:
                                s.get("machine", {}).get("threads_per_worker")) for s in sums),
                     key=lambda t: t[0] or 0)
     lines.append("Cores shared by workers: " + "; ".join(f"{c} ({t} thread(s) each)" for _, c, t in shared))
+    lines += timing.contention(loaded)  # runs that recorded their pinning / CPU quota
     for v in _distinct(s.get("versions", {}) for s in sums):
         lines.append("Software: " + ", ".join(f"{k} {x}" for k, x in v.items()))
     lines.append("Git commit: " + ", ".join(sorted({str(s.get("git_commit")) for s in sums})))
-    done = len(loaded.records)
+    done = len(loaded.records) + len(loaded.later)
     lines.append(f"Runs: {done} complete" + (f" of {loaded.expected}" if loaded.expected else "")
                  + (f"; missing: {', '.join(loaded.missing)}" if loaded.missing else ""))
     lines += [f"Skipped by the runner: {note}" for note in loaded.skipped]
@@ -110,6 +114,10 @@ def markdown(loaded: Loaded, tables: dict, net: Network | None, target, command:
     out.append("\n## 2. Per-epoch time (ms) and per-epoch speedup over exact at the same M\n")
     kind = time_kind(loaded)
     for prefix, title in [("", kind), *([(f"{net.column} ", net.column + " (not measured)")] if net else [])]:
+        if not prefix and "timing" in tables:  # the timing protocol: paired over rounds
+            out.append(timing_render.protocol_note(loaded, tables["timing"])
+                       + timing_render.epoch_tables(tables["timing"], kind))
+            continue
         for dataset, part in _by_dataset(et):
             ms = sorted(set(part.workers))
             rows = []
@@ -128,14 +136,17 @@ def markdown(loaded: Loaded, tables: dict, net: Network | None, target, command:
                "speedup over exact\n")
     if tta.empty:
         out.append("\nNo exact run at the same dataset and M: no target, nothing to report.\n")
+    if "timing_tta" in tables:  # the timing protocol: paired over rounds
+        out.append(timing_render.tta_tables(tables["timing_tta"], kind))
     for dataset, part in _by_dataset(tta):
-        out.append(f"\n### {dataset}: {kind}\n\n")
-        out.append(md_table(["target", "method", "M", "target val", "seeds reached", "eval every",
-                             "epochs", "time s", "speedup", "MiB sent"],
-                            [[f"{r.target:g}", r.method, r.workers, cell(r.target_val, ".4f"),
-                              r.seeds_reached, r.eval_every, cell(r.epochs, ".1f"),
-                              cell(r.time_s, ".2f"), times(r.speedup_vs_exact), cell(r.MiB, ".2f")]
-                             for r in part.itertuples()]))
+        if "timing_tta" not in tables:
+            out.append(f"\n### {dataset}: {kind}\n\n")
+            out.append(md_table(["target", "method", "M", "target val", "seeds reached",
+                                 "eval every", "epochs", "time s", "speedup", "MiB sent"],
+                                [[f"{r.target:g}", r.method, r.workers, cell(r.target_val, ".4f"),
+                                  r.seeds_reached, r.eval_every, cell(r.epochs, ".1f"),
+                                  cell(r.time_s, ".2f"), times(r.speedup_vs_exact),
+                                  cell(r.MiB, ".2f")] for r in part.itertuples()]))
         if net:
             out.append(f"\n### {dataset}: {net.column} (not measured)\n\n")
             out.append(md_table(["target", "method", "M", f"{net.column} time s",

@@ -8,7 +8,9 @@ own metrics columns and peak memory: experiments/method_state.py), runs.csv, par
 accuracy within budgets of bytes and of time, the front marked: experiments/pareto.py) and tables.md (whose
 header names the machine, versions, commit and commands, read from the runs' summary.json); when
 some run has stragglers (``--slow-workers``), also straggler.csv (pace of the fast and the slow
-workers, total time, accuracy, staleness observed).
+workers, total time, accuracy, staleness observed); when the suite ran the timing protocol (rounds
+or an A/A label: experiments/timing.py), also timing.csv and timing_tta.csv (paired speedups with
+their interval and the A/A noise floor), which sections 2 and 3 of tables.md then print.
 """
 from __future__ import annotations
 
@@ -19,7 +21,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from . import cluster, method_state, pareto, report
+from . import cluster, method_state, pareto, report, timing
 from .config import exact_for, is_exact
 from .costmodel import Network, modeled_epoch_times, parse_network
 from .load import Loaded, load
@@ -256,6 +258,7 @@ def build(loaded: Loaded, net: Network | None = None, fraction=TARGETS,
     out["pareto"] = pareto.pareto_table(loaded, time_column=emulated_time)
     if cluster.emulated(loaded):  # --emulate-network runs: the sweep's own tables
         out.update(cluster.build(loaded, out["time_to_accuracy"]))
+    out.update(timing.build(loaded, fraction))  # suites with rounds or an A/A label only
     return out
 
 

@@ -219,7 +219,7 @@ def time_to_target(metrics: pd.DataFrame, target: float) -> dict | None:
 
 
 TTA_COLUMNS = ["target", "dataset", "method", "workers", "target_val", "runs", "reached", "pairs",
-               "train_s", "eval_s_excluded", "speedup", "speedup_lo", "speedup_hi", "aa_lo",
+               "epochs", "train_s", "eval_s_excluded", "speedup", "speedup_lo", "speedup_hi", "aa_lo",
                "aa_hi", "floor", "verdict"]
 
 
@@ -252,9 +252,12 @@ def tta_speedups(loaded: Loaded, fractions, replicates: int = REPLICATES) -> pd.
             row = {"target": fraction, "dataset": dataset, "method": label, "workers": workers,
                    "target_val": target, "runs": len(runs), "reached": f"{len(ok)}/{len(hits)}",
                    "pairs": 0 if is_exact(label) else len(pairs[key]),
+                   "epochs": _median([h["epochs"] for h in ok]) if len(ok) == len(hits)
+                   else NOT_REACHED,
                    "train_s": float(np.median([h["time"] for h in ok])) if len(ok) == len(hits)
                    else NOT_REACHED,
-                   "eval_s_excluded": float(np.median([h["eval"] for h in ok])) if ok else float("nan"),
+                   "eval_s_excluded": _median([h["eval"] for h in ok]) if len(ok) == len(hits)
+                   else float("nan"),
                    "speedup_lo": float("nan"), "speedup_hi": float("nan"),
                    "aa_lo": float("nan"), "aa_hi": float("nan")}
             if is_exact(label):

@@ -33,6 +33,16 @@ def alive(p: psutil.Process) -> bool:
         return False
 
 
+def _kill(procs) -> None:
+    """SIGKILL every process of ``procs`` still alive (not one that already went)."""
+    for p in procs:
+        if alive(p):
+            try:
+                p.kill()
+            except psutil.Error:
+                pass
+
+
 def terminal_signals() -> None:
     """In the child: SIGINT and SIGQUIT as in a terminal (a shell's background job ignores them)."""
     signal.signal(signal.SIGINT, signal.SIG_DFL)
@@ -44,7 +54,8 @@ def run(argv: list, cwd, env: dict, timeout: float = 180, interrupt_after: float
     """``argv`` in ``cwd`` with exactly ``env``; ``interrupt_after`` seconds, or once the file
     ``interrupt_when`` exists: Ctrl-C, i.e. SIGINT to the whole process group, as a terminal sends
     it (``seconds`` then counts from the interrupt). Past ``timeout`` seconds the group is
-    SIGKILLed and TimeoutError raised. Survivors are SIGKILLed after they are counted."""
+    SIGKILLed, with every process it started that left the group, and TimeoutError raised.
+    Survivors are SIGKILLed after they are counted."""
     cwd = Path(cwd)
     cwd.mkdir(parents=True, exist_ok=True)
     out, err = cwd / f".out{time.monotonic_ns()}", cwd / f".err{time.monotonic_ns()}"
@@ -58,8 +69,9 @@ def run(argv: list, cwd, env: dict, timeout: float = 180, interrupt_after: float
             if due or (interrupt_when is not None and Path(interrupt_when).exists()):
                 os.killpg(proc.pid, signal.SIGINT)
                 interrupt_after, interrupt_when, t0 = None, None, time.monotonic()
-            if time.monotonic() - t0 > timeout:
+            if time.monotonic() - t0 > timeout:  # the group, and whatever left it (setsid)
                 os.killpg(proc.pid, signal.SIGKILL)
+                _kill(seen.values())
                 proc.wait()
                 raise TimeoutError(f"{' '.join(map(str, argv))} hung (> {timeout:.0f} s)")
             try:
@@ -73,11 +85,7 @@ def run(argv: list, cwd, env: dict, timeout: float = 180, interrupt_after: float
     while any(alive(p) for p in seen.values()) and time.monotonic() < deadline:
         time.sleep(0.2)
     survivors = [p.pid for p in seen.values() if alive(p)]
-    for pid in survivors:  # never leave them behind, whatever the caller concludes
-        try:
-            os.kill(pid, signal.SIGKILL)
-        except OSError:
-            pass
+    _kill(seen.values())  # never leave them behind, whatever the caller concludes
     result = Watched(proc.returncode, out.read_text(), err.read_text(), seconds, survivors)
     out.unlink()
     err.unlink()

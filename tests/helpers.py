@@ -95,10 +95,12 @@ def run_workers(fn, cfg, part_dir, world: int, **extra) -> list:
     """``fn(cfg, runtime, part, **extra)`` on every rank of ``world`` worker processes started by
     the launcher ``python -m digest train --workers M`` uses (torch.distributed over gloo, workers
     forked from the warm forkserver); returns the results by rank. ``fn`` must be importable (a
-    module-level function). One worker runs in this process, as under the CLI."""
+    module-level function). One worker runs in this process, as under the CLI, but for a method
+    with a loop of its own (DIGEST-A: its rpc agent starts once per process)."""
+    from digest.methods import get
     from digest.runtime.launch import launch_all
     args = (fn, cfg.flat(), str(part_dir), extra)
-    if world == 1:
+    if world == 1 and get(cfg.method).trainer is None:  # (DIGEST-A's rpc: once per process)
         return [_body(*args)]
     results = launch_all(_body, args, world)
     return [results[r] for r in range(world)]

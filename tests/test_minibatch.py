@@ -1,4 +1,4 @@
-"""Mini-batch neighbour sampling (METHODS.md 10.3, baselines/minibatch.py): the sampler behind
+"""Mini-batch neighbour sampling (docs/methods.md 10.3, baselines/minibatch.py): the sampler behind
 PyG's NeighborLoader on a hand-made graph, then 3 real gloo workers in ONE launch: full fan-out
 with one batch per worker = exact full-graph training (SAGE and GCN), equal steps, every training
 node a seed once per epoch (both seed modes), local-only sampling, bytes; bad values through the
@@ -11,12 +11,15 @@ from torch_geometric.data import Data
 from torch_geometric.loader import NeighborLoader
 
 from baselines.minibatch import MiniBatchTrainer, fanouts
-from baselines.sampling import TorchNeighborSampler, select_rows
+from baselines.sampling import TorchNeighborSampler, assemble, own_share, select_rows
 from digest.config import TrainConfig, validate
 from digest.data.cache import prepare_partition
 from digest.data.graph import canonical_edges
+from digest.data.local_graph import extract_part
+from digest.data.partition import partition
 from digest.data.synthetic import make_synthetic
 from digest.runtime import comm
+from digest.training import checkpoint
 from digest.training.trainer import Trainer
 from distributed import run_workers
 from reliability_util import here
@@ -89,6 +92,26 @@ def test_select_rows_of_sparse_features():
     assert torch.equal(select_rows(x, idx), x[idx])
 
 
+@pytest.mark.parametrize("sparse", [False, True])
+def test_the_parts_assemble_into_the_graph(sparse):
+    """What the workers gather at start-up is the whole graph: its edges, features (dense, or
+    sparse as CS's), labels, training mask, degrees, and which part owns each node."""
+    graph = make_synthetic(nodes=90, classes=3, avg_degree=5, features=6, seed=7)
+    if sparse:
+        graph.x = (graph.x * (graph.x > 0.5)).to_sparse()
+    book = partition(graph, 3, "metis", 0)
+    parts = [extract_part(graph, book, m) for m in range(3)]
+    g = assemble([own_share(p) for p in parts])
+    assert set(zip(*g["edge_index"].tolist())) == set(zip(*graph.edge_index.tolist()))
+    assert g["edge_index"].size(1) == graph.num_edges
+    X = g["x"].to_dense() if sparse else g["x"]
+    assert g["x"].is_sparse == sparse
+    assert torch.equal(X, graph.x.to_dense() if sparse else graph.x)
+    assert torch.equal(g["y"], graph.y) and torch.equal(g["train"], graph.train_mask)
+    assert torch.equal(g["deg"], torch.bincount(graph.edge_index[1], minlength=90))
+    assert torch.equal(g["part_of"], book.part_of)
+
+
 def test_fanouts():
     assert fanouts("", 3) == [15, 10, 5] and fanouts("", 2) == [10, 10]
     assert fanouts("-1,4", 2) == [-1, 4]
@@ -115,7 +138,7 @@ RUNS = {
 }
 
 
-def record(cfg, rt, part, runs):
+def record(cfg, rt, part, runs, out_dir):
     torch.set_num_threads(1)
     out = {"inner": part.global_ids[: part.n_inner].clone()}
     for name, over in runs.items():
@@ -136,6 +159,16 @@ def record(cfg, rt, part, runs):
             if name in ("local", "small"):
                 rec["sampled"] = mb.sample(rec["chunks"][0][0][0], 0, 0).n_id
         out[name] = rec
+    # resumption: dropout on, several steps per epoch, stopped after epoch 1
+    run_cfg = cfg.replace(**{**runs["small"], "dropout": 0.5, "epochs": 3})
+    direct = MiniBatchTrainer(run_cfg, rt, part)
+    out["direct"] = [direct.step(t) for t in range(3)]
+    first = MiniBatchTrainer(run_cfg, rt, part)
+    losses = [first.step(0)]
+    checkpoint.save(out_dir, first, 1)
+    second = MiniBatchTrainer(run_cfg, rt, part)
+    assert checkpoint.load(out_dir, second)[0] == 1
+    out["resumed"] = losses + [second.step(t) for t in (1, 2)]
     return out
 
 
@@ -144,7 +177,8 @@ def world(tmp_path_factory):
     graph = make_synthetic(nodes=240, classes=3, avg_degree=6, features=10, seed=2)
     part_dir = prepare_partition("mb", WORKERS, "metis", 0, tmp_path_factory.mktemp("data"),
                                  graph=graph)
-    return graph, run_workers(record, BASE, part_dir, WORKERS, runs=RUNS)
+    return graph, run_workers(record, BASE, part_dir, WORKERS, runs=RUNS,
+                              out_dir=str(tmp_path_factory.mktemp("run")))
 
 
 @pytest.mark.parametrize("model", ["sage", "gcn"])
@@ -203,6 +237,12 @@ def test_local_only_samples_inside_the_part(world):
         assert set(r["local"]["sampled"].tolist()) <= set(r["inner"].tolist())
     # without the restriction the same seeds' neighbourhoods reach other parts
     assert any(not set(r["small"]["sampled"].tolist()) <= set(r["inner"].tolist()) for r in ranks)
+
+
+def test_resume_continues_identically(world):
+    _, ranks = world
+    for r in ranks:
+        assert r["resumed"] == r["direct"]
 
 
 # -- the command line -----------------------------------------------------------------------------

@@ -1,5 +1,5 @@
-"""SAT (METHODS.md 10.1, baselines/sat.py): the predictor on its own (2-hop restriction, learning a
-linear drift), then 3 real gloo workers in ONE launch: the temporal graph, identity predictor =
+"""SAT (docs/methods.md 10.1, baselines/sat.py): the predictor on its own (2-hop restriction,
+learning a linear drift), then 3 real gloo workers in ONE launch: the temporal graph, identity predictor =
 DIGEST, the warm-up = DIGEST, no gradient from the GNN loss into the predictors, DIGEST's bytes,
 shared predictors, the gate, resumption from a checkpoint; bad values through the command line."""
 from __future__ import annotations

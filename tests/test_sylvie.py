@@ -1,4 +1,4 @@
-"""Sylvie (METHODS.md 10.2, baselines/sylvie.py): the 1-bit quantiser (unbiased, every output a
+"""Sylvie (docs/methods.md 10.2, baselines/sylvie.py): the 1-bit quantiser (unbiased, every output a
 row's min or max, bytes as the formula), then 3 real gloo workers in ONE launch for the
 equivalences (float32 without pipelining = exact; float32 pipelined with K = 0 = PipeGCN;
 b = 4 without pipelining = AdaQP uniform, tensor for tensor; K = 1 = no stale step), the
@@ -16,6 +16,7 @@ from digest.config import TrainConfig, validate
 from digest.data.cache import prepare_partition
 from digest.data.synthetic import make_synthetic
 from digest.runtime import comm
+from digest.training import checkpoint
 from digest.training.trainer import Trainer
 from distributed import run_workers
 from reliability_util import here
@@ -94,7 +95,17 @@ RUNS = {
 }
 
 
-def record(cfg, rt, part, runs):
+def resumed(cfg, rt, part, out_dir, stop: int) -> list[float]:
+    """Losses of ``cfg`` run to ``stop``, checkpointed, restored into a new trainer, run on."""
+    first = Trainer(cfg, rt, part)
+    losses = [first.step(t) for t in range(stop)]
+    checkpoint.save(out_dir, first, stop)
+    second = Trainer(cfg, rt, part)
+    assert checkpoint.load(out_dir, second)[0] == stop
+    return losses + [second.step(t) for t in range(stop, cfg.optim.epochs)]
+
+
+def record(cfg, rt, part, runs, out_dir):
     torch.set_num_threads(1)
     out = {"send_rows": int(sum(s.numel() for s in part.send_idx)), "n_halo": part.n_halo}
     for name, over in runs.items():
@@ -119,6 +130,12 @@ def record(cfg, rt, part, runs):
                           "grads": [p.grad.clone() for p in trainer.model.parameters()]})
         out[name] = {"steps": steps,
                      "params": [p.detach().clone() for p in trainer.model.parameters()]}
+    # dropout on; stopped after step 3 (its quantised rows and gradients still in flight) and
+    # after step 4 (the step before a synchronous one: nothing in flight)
+    direct = cfg.replace(**runs["k3"], dropout=0.5)
+    trainer = Trainer(direct, rt, part)
+    out["direct"] = [trainer.step(t) for t in range(STEPS)]
+    out["resumed"] = {stop: resumed(direct, rt, part, f"{out_dir}/{stop}", stop) for stop in (4, 5)}
     return out
 
 
@@ -127,7 +144,8 @@ def world(tmp_path_factory):
     graph = make_synthetic(nodes=300, classes=4, avg_degree=8, features=12, seed=5)
     part_dir = prepare_partition("sylvie", WORKERS, "metis", 0, tmp_path_factory.mktemp("data"),
                                  graph=graph)
-    return run_workers(record, BASE, part_dir, WORKERS, runs=RUNS)
+    return run_workers(record, BASE, part_dir, WORKERS, runs=RUNS,
+                       out_dir=str(tmp_path_factory.mktemp("run")))
 
 
 def losses(ranks, run):
@@ -215,6 +233,14 @@ def test_step0_zeros(world):
         assert s0["staleness_repr"] is None and s1["staleness_repr"] == 1
         assert s0["bytes_halo_fwd"] == r["exact"]["steps"][0]["bytes_halo_fwd"] - \
             r["exact"]["steps"][1]["bytes_halo_fwd"] + 2 * r["send_rows"] * (math.ceil(H / 8) + 4)
+
+
+def test_resume_continues_identically(world):
+    """Rows and gradients in flight (waited for, dequantised and saved) and the schedule survive
+    a checkpoint: restored into a new trainer, the run continues as the direct one."""
+    for r in world:
+        for stop in (4, 5):
+            assert r["resumed"][stop] == r["direct"], stop
 
 
 # -- the command line -----------------------------------------------------------------------------

@@ -201,3 +201,23 @@ def test_contention_line_says_cores_pinning_and_quota(suite):
     assert timing._quota(emulated) == "CPU quota of 0.5 cores per worker (2 cores / 4 workers, cgroup v2)"
     assert timing._quota(none) == "no CPU quota (no cgroup cpu controller on this machine)"
     assert timing._pinning("not needed: 2 workers on 2 cores").startswith("not pinned")
+
+
+def test_tables_md_prints_paired_speedups_beside_the_noise_floor(suite, tmp_path):
+    from experiments import tables
+    path, root = suite
+    out = tmp_path / "out"
+    written = tables.write(load(root, path), out, None, (0.9,), "cmd")
+    assert {"timing.csv", "timing_tta.csv"} <= set(written)
+    md = (out / "tables.md").read_text()
+    assert "| exact | 150.0 | 1.00x (reference) | 3 (1 seed(s) x 3 round(s)) |" in md
+    assert "| digest-I10 | 75.0 | 2.00x [2.00, 2.00] | 3 (1 seed(s) x 3 round(s)) |" in md
+    assert "| partition | 150.0 | no measurable difference (1.00x [" in md
+    assert "| exact-aa | 150.0 | 1.00x [" in md and "] (A/A: noise floor) |" in md
+    assert "Warm-up: the first 2 epoch(s) of each run (of 6) are left out" in md
+    assert "Contention: 4 worker(s) shared 2 core(s), pinned" in md
+    assert "Runs: 12 complete of 12" in md
+    runs = pd.read_csv(out / "runs.csv")
+    assert len(runs) == 12 and sorted(set(runs["round"])) == [0, 1, 2]
+    acc = pd.read_csv(out / "accuracy.csv")  # the per-seed tables: round 0, one run per seed
+    assert set(acc["seeds"]) == {1}

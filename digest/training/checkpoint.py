@@ -32,7 +32,7 @@ CONFIG = "config.json"  # the run's settings, next to the rank files, readable w
 # Every other setting (dataset, method, model, hyperparameters, seed...) must stay the same; the
 # world size is checked on its own (``--workers`` is ignored under torchrun).
 RUNNING = frozenset({"epochs", "out", "resume", "timeout", "checkpoint_every", "device",
-                     "progress", "data_root", "eval_every", "workers", "profile"})
+                     "progress", "data_root", "eval_every", "workers", "profile", "overwrite"})
 
 
 def _path(out_dir: Path, rank: int, epoch: int) -> Path:
