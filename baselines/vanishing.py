@@ -51,7 +51,7 @@ class ScheduleOptions(Options):
                                     "a sync (drift schedule)")
 
     def check_group(self, cfg) -> None:
-        if self.drift_threshold < 0:
+        if not self.drift_threshold >= 0:  # (NaN too)
             raise ValueError("--drift-threshold must be >= 0")
 
 

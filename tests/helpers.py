@@ -153,6 +153,59 @@ def train_runs(cfg, rt, part, runs: dict, setup=None, per_step=None, finish=None
     return out
 
 
+def fit_async_counted(cfg, rt, part, out_dir: str) -> dict:
+    """One DIGEST-A run (any method with AsyncTrainer's loop) on this worker, recording what a
+    hand count of its bytes needs: its applied steps' records (bytes, messages, store_syncs), for
+    every pull in order the owners whose newer block came back (which depends on the arrival
+    order), the model's parameter count, the rows this worker sends and receives per owner."""
+    from pathlib import Path
+
+    from digest.asynchronous.client import AsyncClient
+    from digest.methods import get
+    pulls = []
+    real = AsyncClient.pull_rows
+
+    def pull_rows(self, known):
+        got = real(self, known)
+        pulls.append([o for o, item in enumerate(got) if item is not None])
+        return got
+    AsyncClient.pull_rows = pull_rows
+    try:
+        trainer = get(cfg.method).trainer(cfg, rt, part)
+        trainer.fit(Path(out_dir), {})
+    finally:
+        AsyncClient.pull_rows = real
+    return {"steps": trainer.pos.rows, "pulls": pulls,
+            "params": sum(p.numel() for p in trainer.model.parameters()),
+            "sent": sum(i.numel() for p, i in enumerate(part.send_idx) if p != part.rank),
+            "recv": list(part.recv_counts), "input": part.halo_input_bytes(),
+            "input_messages": sum(1 for p, c in enumerate(part.recv_counts) if p != part.rank and c)}
+
+
+def async_bytes_by_hand(worker: dict, width: int) -> list[dict]:
+    """What each applied step of ``fit_async_counted``'s worker moved, counted by hand: its
+    gradient up and the server's parameters back (float32, one rpc: 2 messages); after a step that
+    synced, its boundary rows up (``width`` float32 columns: the hidden layers side by side) and,
+    from each owner whose newer block came back, that owner's rows of its halo (push and pull: 2
+    rpcs); at step 0 the halo's input features, fetched once. The start-up fill and seed and a
+    dropped step are not a step's traffic (docs/digest-a.md, Metrics)."""
+    out, pulls, synced = [], iter(worker["pulls"]), 0
+    for i, step in enumerate(worker["steps"]):
+        rec = {"bytes_params": 2 * 4 * worker["params"], "bytes_store": 0, "bytes_halo_fwd": 0,
+               "messages": 2}
+        if step["store_syncs"] > synced:
+            synced = step["store_syncs"]
+            pulled = sum(worker["recv"][o] for o in next(pulls))
+            rec["bytes_store"] = (worker["sent"] + pulled) * width * 4
+            rec["messages"] += 4
+        if i == 0:
+            rec["bytes_halo_fwd"] = worker["input"]
+            rec["messages"] += worker["input_messages"]
+        out.append(rec)
+    assert next(pulls, None) is None, "a pull after no step that synced"
+    return out
+
+
 def total(ranks: list, run: str, key: str) -> list:
     """Per-epoch sum over the workers of ``key`` in ``train_runs``'s records of ``run``."""
     return [sum(r[run][t][key] for r in ranks) for t in range(len(ranks[0][run]))]

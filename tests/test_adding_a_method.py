@@ -1,20 +1,20 @@
 """docs/adding-a-method.md's example, run exactly as written there: its code block becomes a
 plugin (DIGEST_PLUGINS), its flag shows in --help, a wrong value or another method's use of it is
 one line with exit status 2, refresh-every 1 gives the exact method's losses, and refresh-every 2
-sends halo rows only on refresh steps. Its suite entry parses."""
+sends halo rows only on refresh steps. Its suite entry parses.
+
+The commands run through ``digest.cli.main`` in this process (its workers from the warm launcher,
+which inherit DIGEST_PLUGINS and import the plugin too); the plugin's method is unregistered after
+each test, so that no other test sees it."""
 from __future__ import annotations
 
-import csv
-import os
 import re
-import subprocess
-import sys
-from pathlib import Path
 
 import pytest
 import yaml
 
-ROOT = Path(__file__).resolve().parents[1]
+from helpers import ROOT, here, rows
+
 DOC = (ROOT / "docs" / "adding-a-method.md").read_text()
 COMMON = ["--dataset", "synthetic:nodes=400,classes=3,avg_degree=6,features=12,seed=2", "--workers",
           "2", "--epochs", "4", "--hidden", "8", "--dropout", "0", "--no-progress"]
@@ -24,40 +24,43 @@ def block(lang: str, index: int = 0) -> str:
     return re.findall(rf"```{lang}\n(.*?)```", DOC, re.S)[index]
 
 
-@pytest.fixture(scope="module")
-def plugin(tmp_path_factory):
-    path = tmp_path_factory.mktemp("plugin") / "lazy.py"
+@pytest.fixture
+def plugin(tmp_path, monkeypatch, data_root):
+    """The documented code block as a plugin in DIGEST_PLUGINS; afterwards the registry is as it
+    was (the method, its option group and the imported module gone)."""
+    import sys
+
+    from digest import methods
+    path = tmp_path / "lazy.py"
     path.write_text(block("python"))
-    return path
+    monkeypatch.setenv("DIGEST_PLUGINS", str(path))
+    monkeypatch.chdir(tmp_path)
+    before = dict(methods.METHODS)
+    yield path
+    methods.METHODS.clear()
+    methods.METHODS.update(before)
+    sys.modules.pop("digest_plugin_lazy", None)
 
 
-def digest(args, plugin, data_root, cwd):
-    env = {**os.environ, "DIGEST_PLUGINS": str(plugin), "DIGEST_DATA": str(data_root),
-           "PYTHONPATH": str(ROOT)}
-    return subprocess.run([sys.executable, "-m", "digest", *map(str, args)], cwd=cwd, env=env,
-                          capture_output=True, text=True, timeout=300)
-
-
-def rows(out: Path) -> list[dict]:
-    with open(out / "metrics.csv") as f:
-        return list(csv.DictReader(f))
-
-
-def test_the_documented_method_runs(plugin, data_root, tmp_path):
-    helptext = digest(["train", "--help"], plugin, data_root, tmp_path).stdout
+def test_the_documented_method_runs(plugin, tmp_path, capsys):
+    from digest.cli import main
+    capsys.readouterr()
+    with pytest.raises(SystemExit):
+        main(["train", "--help"])
+    helptext = capsys.readouterr().out
     assert "Lazy halos [--method lazy-halo" in helptext and "--refresh-every" in helptext
-    bad = digest(["train", "--method", "lazy-halo", "--refresh-every", 0], plugin, data_root, tmp_path)
-    assert bad.returncode == 2 and bad.stderr.strip() == "error: --refresh-every must be >= 1"
-    other = digest(["train", "--method", "exact", "--refresh-every", 2], plugin, data_root, tmp_path)
-    assert other.returncode == 2 and "an option of lazy-halo" in other.stderr
+    assert here(["train", "--method", "lazy-halo", "--refresh-every", 0], capsys) == \
+        (2, ["error: --refresh-every must be >= 1"])
+    rc, err = here(["train", "--method", "exact", "--refresh-every", 2], capsys)
+    assert rc == 2 and len(err) == 1 and "an option of lazy-halo" in err[0]
 
     runs = {}
     for name, args in {"exact": ["--method", "exact"],
                        "lazy1": ["--method", "lazy-halo", "--refresh-every", 1],
                        "lazy2": ["--method", "lazy-halo", "--refresh-every", 2]}.items():
-        done = digest(["train", *COMMON, *args, "--out", tmp_path / name], plugin, data_root, tmp_path)
-        assert done.returncode == 0, done.stderr
-        runs[name] = rows(tmp_path / name)
+        rc, err = here(["train", *COMMON, *args, "--out", tmp_path / name], capsys)
+        assert rc == 0, err
+        runs[name] = rows(tmp_path / name / "metrics.csv")
     assert [r["train_loss"] for r in runs["lazy1"]] == [r["train_loss"] for r in runs["exact"]]
     fwd = [int(r["bytes_halo_fwd"]) for r in runs["lazy2"]]
     exact = [int(r["bytes_halo_fwd"]) for r in runs["exact"]]
@@ -66,9 +69,8 @@ def test_the_documented_method_runs(plugin, data_root, tmp_path):
     assert [float(r["halo_age"]) for r in runs["lazy2"]] == [0, 1, 0, 1]  # mean over workers
 
 
-def test_the_documented_suite_entry_parses(plugin, monkeypatch):
+def test_the_documented_suite_entry_parses(plugin):
     from experiments.config import suite_from_dict
-    monkeypatch.setenv("DIGEST_PLUGINS", str(plugin))
     entry = yaml.safe_load(block("yaml"))
     suite = suite_from_dict({"name": "doc", "datasets": ["synthetic"], "workers": [4], "seeds": [0],
                              "epochs": 5, "model": {}, "methods": entry})

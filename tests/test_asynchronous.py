@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import csv
 import json
-import time
 
 import pytest
 import torch
@@ -18,7 +17,7 @@ from digest.runtime.launch import WorkerFailed
 from digest.training.straggler import Straggler, parse_slow_workers
 from digest.data.synthetic import make_synthetic
 from digest.training.trainer import Trainer
-from distributed import run_workers
+from helpers import run_workers
 
 CHANCE = 1 / 8  # make_synthetic's default 8 classes
 
@@ -49,12 +48,13 @@ def test_snapshot_epochs_keep_the_last_and_are_capped():
     assert len(eps) == 50 and eps[0] == 1 and eps[-1] == 1000 and eps == sorted(set(eps))
 
 
-def test_straggler_sleeps_factor_minus_one_times_compute():
-    assert Straggler(1.0)(0.05) == 0.0
+def test_straggler_sleeps_factor_minus_one_times_compute(monkeypatch):
+    import digest.training.straggler as straggler
+    slept = []
+    monkeypatch.setattr(straggler.time, "sleep", slept.append)
+    assert Straggler(1.0)(0.05) == 0.0 and slept == []  # factor 1: no sleep at all
     assert Straggler.of("1:3", 2, 1).factor == 3.0 and Straggler.of("1:3", 2, 0).factor == 1.0
-    t0 = time.perf_counter()
-    assert Straggler(3.0)(0.02) == pytest.approx(0.04)
-    assert time.perf_counter() - t0 >= 0.04
+    assert Straggler(3.0)(0.02) == pytest.approx(0.04) and slept == [pytest.approx(0.04)]
 
 
 # -- the worker-side store, with a fake client on a real ParameterServer (no processes) ---------------
@@ -168,7 +168,7 @@ def test_worker_pull_refreshes_the_store_with_interval_one(tmp_path, monkeypatch
 
 # -- real worker processes -------------------------------------------------------------------------
 def _graph():
-    return make_synthetic(nodes=400, seed=1)
+    return make_synthetic(nodes=400, seed=1)  # its defaults: 8 classes
 
 
 def losses_of(cfg, rt, part, method):
@@ -199,6 +199,7 @@ def fit_async(cfg, rt, part, out_dir):
     return AsyncTrainer(cfg, rt, part).fit(Path(out_dir), {"note": "test"})
 
 
+@pytest.mark.slow
 def test_async_with_a_10x_slower_worker_finishes_and_the_fast_ones_run_ahead(tmp_path):
     """The global budget: M x epochs gradients in all, the fast workers supplying more of them.
 
@@ -211,9 +212,7 @@ def test_async_with_a_10x_slower_worker_finishes_and_the_fast_ones_run_ahead(tmp
     cfg = TrainConfig.of(dataset="asy3", method="digest-async", hidden=32, epochs=epochs,
                       sync_interval=3, eval_every=5, slow_workers="1:10", progress=False,
                       timeout=60)  # a lost peer or a hang becomes an error within a minute
-    t0 = time.perf_counter()
     summary = run_workers(fit_async, cfg, part_dir, world, out_dir=str(tmp_path / "run"))[0]
-    assert time.perf_counter() - t0 < 180  # no deadlock (start-up included)
 
     saved = json.loads((tmp_path / "run" / "summary.json").read_text())
     assert saved["status"] == "complete" and saved["note"] == "test"
@@ -231,12 +230,9 @@ def test_async_with_a_10x_slower_worker_finishes_and_the_fast_ones_run_ahead(tmp
     assert all(sum(int(r[f"steps_w{w}"]) for w in range(world)) == world for r in rows)
     assert [int(rows[-1][f"steps_done_w{w}"]) for w in range(world)] == steps
     assert all(d <= 1 for d in summary["discarded_by_worker"]), summary["discarded_by_worker"]
-    # the fast workers did more steps than the 10x slower one, and stepped faster
+    # the fast workers did more steps than the 10x slower one, and stepped faster (how many more
+    # is the scheduler's: no ratio between the two fast ones is a property of the code)
     assert steps[0] > steps[1] and steps[2] > steps[1], steps
-    # and the two fast ones supply comparable shares: the server is a process of its own, so rank
-    # 0 pays the same round trips as rank 2 (when rank 0 hosted it, rank 0 took 5-7x rank 2's
-    # steps here; scheduling on 2 busy cores alone has been seen to make it 2.7x, hence 3)
-    assert max(steps[0], steps[2]) < 3 * min(steps[0], steps[2]), steps
     rate = summary["steps_per_s_by_worker"]
     assert rate[1] < rate[0] and rate[1] < rate[2], rate  # the straggler is the slowest
     assert summary["steps_per_s_fast"] > summary["steps_per_s_slow"]
@@ -249,13 +245,11 @@ def test_async_with_a_10x_slower_worker_finishes_and_the_fast_ones_run_ahead(tmp
         if r["val_acc"]:
             assert float(r["server_wall_time"]) == pytest.approx(float(r["wall_time"]))
             assert int(r["server_version"]) == world * (int(r["epoch"]) + 1)
-    # the fast workers saw staleness: updates of others between their pull and push, or halo
-    # rows that are steps old in their owners' clocks
-    for r in (0, 2):
-        assert summary["staleness_param_mean_by_worker"][r] > 0 or \
-            summary["staleness_repr_mean_by_worker"][r] > 0, r
+    # every worker read halo rows that were steps old in their owners' clocks: each owner pushes
+    # every 3rd of its steps (I = 3) and steps twice in between
+    assert all(x > 0 for x in summary["staleness_repr_mean_by_worker"]), summary
     # the straggler's gradients arrive late: the fast ones updated in between
-    assert summary["staleness_param_mean_by_worker"][1] > 0
+    assert summary["staleness_param_mean_by_worker"][1] > 0, summary
     # rpc traffic is counted: every worker, rank 0 included, talks to the server process
     assert all(sum(int(r[f"bytes_w{w}"]) for r in rows) > 0 for w in range(world))
     assert sum(int(r["bytes_params"]) for r in rows) > 0 and sum(int(r["bytes_store"]) for r in rows) > 0
@@ -284,6 +278,7 @@ def fit_any(cfg, rt, part, out_dir, ignore_pulls=False):
 LOSS_TOL = 0.12
 
 
+@pytest.mark.slow
 def test_async_tracks_synchronous_digest_and_needs_its_pulls(tmp_path):
     """Issue 16 item 6: accuracy above chance does not show that DIGEST-A uses its pulled halos
     (the mutant that ignores them reaches the same accuracies on this graph); its loss does."""
@@ -323,6 +318,7 @@ def fit_failing(cfg, rt, part, out_dir, fail_rank):
     return trainer.fit(Path(out_dir), {})
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("fail_rank", [0, 1], ids=["server-rank-dies", "worker-dies"])
 def test_a_rank_dying_mid_training_is_an_error_not_a_hang(tmp_path, fail_rank):
     """Rank 0 dying: it stops the server process it started (and the server's watchdog would if it
@@ -331,11 +327,9 @@ def test_a_rank_dying_mid_training_is_an_error_not_a_hang(tmp_path, fail_rank):
     part_dir = prepare_partition("asyf", 2, "metis", 0, tmp_path, graph=_graph())
     cfg = TrainConfig.of(dataset="asyf", method="digest-async", hidden=8, epochs=200,
                       sync_interval=2, slow_workers=f"{fail_rank}:2", progress=False, timeout=30)
-    t0 = time.perf_counter()
-    with pytest.raises(WorkerFailed, match=f"lost worker rank {fail_rank} "):
+    with pytest.raises(WorkerFailed, match=f"lost worker rank {fail_rank} "):  # not a hang
         run_workers(fit_failing, cfg, part_dir, 2, out_dir=str(tmp_path / "run"),
                     fail_rank=fail_rank)
-    assert time.perf_counter() - t0 < 120  # well under the 30 s timeouts plus start-up
     assert not (tmp_path / "run" / "summary.json").exists()
 
 
@@ -367,3 +361,24 @@ def test_a_slow_worker_slows_synchronous_training_and_its_sleep_is_in_epoch_time
     assert summary["steps_per_s_by_worker"] == pytest.approx([rate, rate])
     assert summary["steps_per_s_fast"] == summary["steps_per_s_slow"] == pytest.approx(rate)
     assert summary["slow_factor_by_worker"] == [1.0, 3.0] and summary["steps_by_worker"] == [8, 8]
+
+
+# -- bytes, counted by hand ---------------------------------------------------------------------------
+def test_two_workers_bytes_are_the_hand_derived_count(tmp_path):
+    """DIGEST-A with M = 2 (I = 2): every applied step's bytes and messages, on every worker, are
+    those counted by hand from the model's size, the partition book and which pulls brought a
+    newer block (helpers.async_bytes_by_hand); the run's rows are those steps' sums."""
+    from helpers import async_bytes_by_hand, fit_async_counted
+    H = 8
+    part_dir = prepare_partition("asyb", 2, "metis", 0, tmp_path, graph=_graph())
+    cfg = TrainConfig.of(dataset="asyb", method="digest-async", hidden=H, layers=3, epochs=6,
+                         sync_interval=2, progress=False, timeout=60)
+    workers = run_workers(fit_async_counted, cfg, part_dir, 2, out_dir=str(tmp_path / "run"))
+    keys = ("bytes_params", "bytes_store", "bytes_halo_fwd", "messages")
+    for w in workers:
+        assert [{k: s[k] for k in keys} for s in w["steps"]] == async_bytes_by_hand(w, 2 * H)
+        assert sum(s["bytes_halo_bwd"] for s in w["steps"]) == 0
+        assert any(w["pulls"]) and w["steps"][-1]["store_syncs"] > 0  # blocks did come back
+    rows = list(csv.DictReader(open(tmp_path / "run" / "metrics.csv")))
+    for key in keys:
+        assert sum(int(r[key]) for r in rows) == sum(s[key] for w in workers for s in w["steps"])

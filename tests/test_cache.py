@@ -11,21 +11,7 @@ from digest.data.cache import (CacheError, cache_key, cache_root, load_book, loa
 from digest.data.graph import Graph, canonical_edges
 from digest.data.local_graph import LocalPart, extract_part
 from digest.data.partition import build_book, partition
-
-PART_OF = torch.tensor([0, 1, 0, 2, 1, 0, 2, 1, 2])
-UNDIRECTED = [(0, 2), (0, 1), (1, 4), (2, 5), (5, 3), (3, 6), (4, 7), (7, 8), (6, 8), (2, 3),
-              (1, 7), (5, 4)]
-
-
-def toy_graph(sparse=False, edges=UNDIRECTED):
-    n = 9
-    x = torch.zeros(n, 4)
-    x[torch.arange(n), torch.arange(n) % 4] = torch.arange(1, n + 1, dtype=torch.float32)
-    return Graph(name="toy", x=x.to_sparse() if sparse else x, y=torch.arange(n) % 3,
-                 edge_index=canonical_edges(torch.tensor(edges).t(), n),
-                 train_mask=torch.arange(n) < 5, val_mask=(torch.arange(n) >= 5) & (torch.arange(n) < 7),
-                 test_mask=torch.arange(n) >= 7, num_classes=3, meta={"source": "hand", "opts": {"a": 1}})
-
+from helpers import PART_OF, UNDIRECTED, toy_graph
 
 def same(a, b):
     if isinstance(a, torch.Tensor):
@@ -43,7 +29,7 @@ def assert_part_equal(p: LocalPart, q: LocalPart):
 
 @pytest.mark.parametrize("sparse", [False, True])
 def test_save_load_round_trip(tmp_path, sparse):
-    g = toy_graph(sparse)
+    g = toy_graph(sparse=sparse)
     book = build_book(PART_OF, g.edge_index, 3)
     book.stats = {"edge_cut": 5, "method": "hand"}
     d = save_parts(g, book, tmp_path / "c", {"key": "k1"})
@@ -61,7 +47,7 @@ def test_save_load_round_trip(tmp_path, sparse):
             assert t.untyped_storage().nbytes() == t.numel() * 8
     man = load_manifest(d)
     assert man["key"] == "k1" and man["num_parts"] == 3
-    assert man["graph"] == {"name": "toy", "nodes": 9, "edges": 24, "features": 4, "classes": 3,
+    assert man["graph"] == {"name": "toy", "nodes": 9, "edges": 24, "features": 5, "classes": 3,
                             "sparse_x": sparse, "meta": {"source": "hand", "opts": {"a": 1}}}
     assert sorted(man["files"]) == ["book.pt", "part0.pt", "part1.pt", "part2.pt"]
     assert validate(d, "k1") is None and validate(d, "other") is not None
@@ -74,7 +60,11 @@ def test_key_changes_with_each_field():
                 dict(dataset_seed=1)]
     keys = {cache_key(**base)} | {cache_key(**{**base, **v}) for v in variants}
     assert len(keys) == len(variants) + 1
-    assert cache_key(**base) == cache_key(**base) and len(cache_key(**base)) == 16
+    key = cache_key(**base)
+    assert len(key) == 16 and int(key, 16) >= 0  # 16 hex digits: a folder name
+    # the options' order is not part of the key (a dict literal's order is the caller's)
+    assert cache_key(**{**base, "dataset_options": {"a": 1, "b": 2}}) == \
+        cache_key(**{**base, "dataset_options": {"b": 2, "a": 1}})
     assert cache_key(**base) == cache_key(**base, dataset_seed=0)  # one seed for both by default
     old = cache.FORMAT_VERSION
     try:

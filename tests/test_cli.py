@@ -3,6 +3,7 @@
 new interpreter; those that need a dataset processed call the same ``digest.cli.main`` here."""
 from __future__ import annotations
 
+import json
 import pickle
 from contextlib import nullcontext
 import shutil
@@ -21,7 +22,7 @@ from digest.data.graph import Graph, canonical_edges
 from digest.data.synthetic import make_synthetic
 from digest.training.trainer import Trainer
 from distributed import run_workers
-from reliability_util import cli
+from helpers import cli, files_under, here, rows
 
 SYNTH = "synthetic:nodes=200,avg_degree=4,features=8,classes=3"
 
@@ -186,3 +187,49 @@ def test_self_loops_duplicates_and_one_way_edges_are_normalised(tmp_path):
     cfg = TrainConfig.of(dataset="messy", hidden=4, epochs=3, progress=False)
     (_, summary), = run_workers(fit_briefly, cfg, part_dir, 1, out_dir=tmp_path / "run")
     assert summary["epochs"] == 3 and np.isfinite(summary["final"]["train_loss"])
+
+
+# -- a second command never loses what the first one wrote (issue 40 item 6) -----------------------
+def _snapshot(directory) -> dict:
+    return {p: open(p, "rb").read() for p in files_under(directory)}
+
+
+def test_a_complete_run_is_not_replaced_by_another_configuration(tmp_path, capsys, monkeypatch):
+    monkeypatch.setenv("DIGEST_DATA", str(tmp_path / "data"))
+    run = tmp_path / "run"
+    train = ["train", "--dataset", SYNTH, "--hidden", 8, "--no-progress", "--out", run]
+    assert here([*train, "--epochs", 2], capsys)[0] == 0
+    first = _snapshot(run)
+    assert json.loads((run / "summary.json").read_text())["epochs"] == 2
+    # another configuration: refused in one line, the first run's files intact
+    rc, err = here([*train, "--epochs", 3], capsys)
+    assert rc == 2 and len(err) == 1, err
+    assert err[0] == (f"error: --out {run} holds a complete run of another configuration "
+                      "(--epochs 2 -> 3); choose another --out, or give --overwrite to replace it")
+    assert _snapshot(run) == first
+    rc, err = here([*train, "--epochs", 2, "--hidden", 16, "--workers", 2], capsys)
+    assert rc == 2 and "--hidden 8 -> 16" in err[0] and "--world-size 1 -> 2" in err[0], err
+    assert _snapshot(run) == first
+    # the same configuration (how it is watched aside): complete, nothing to do, exit 0
+    capsys.readouterr()
+    from digest.cli import main
+    assert main([str(a) for a in [*train, "--epochs", 2, "--timeout", 99, "--progress"]]) == 0
+    assert capsys.readouterr().out == (f"{run} already holds this run, complete; nothing to do "
+                                       "(--overwrite runs it again)\n")
+    assert _snapshot(run) == first
+    # --overwrite: replaced
+    assert here([*train, "--epochs", 3, "--overwrite"], capsys)[0] == 0
+    assert json.loads((run / "summary.json").read_text())["epochs"] == 3
+    assert len(rows(run / "metrics.csv")) == 3
+
+
+def test_an_unfinished_run_is_not_a_complete_one(tmp_path, capsys, monkeypatch):
+    """No summary.json (killed: only progress or a checkpoint), or one that is not complete: a new
+    run replaces it, as before; --resume continues it."""
+    monkeypatch.setenv("DIGEST_DATA", str(tmp_path / "data"))
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "summary.json").write_text('{"status": "running"}')
+    assert here(["train", "--dataset", SYNTH, "--hidden", 8, "--epochs", 2, "--no-progress",
+                 "--out", run], capsys)[0] == 0
+    assert json.loads((run / "summary.json").read_text())["status"] == "complete"

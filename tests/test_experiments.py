@@ -9,43 +9,9 @@ import pytest
 from experiments import costmodel, plots, report, runner, tables
 from experiments.config import config_hash, expand, labels, load_suite, suite_from_dict, to_argv
 from experiments.load import load
+from helpers import write_run
 
 NET = costmodel.parse_network("10gbit,5us")
-
-
-def write_run(root, label, workers, seed, epoch_times, vals, method=None, dataset="toy",
-              bytes_w=1000, messages_w=4, tests=None, flags_hash="h", bandwidth=None):
-    """A complete run directory as the trainer + runner would leave it."""
-    d = root / dataset / f"{label}_w{workers}_s{seed}"
-    d.mkdir(parents=True)
-    rows, wall, cum = [], 0.0, 0
-    for e, (t, v) in enumerate(zip(epoch_times, vals)):
-        wall, cum = wall + t, cum + bytes_w * workers
-        row = {"epoch": e, "epoch_time": t, "comm_time": t / 2, "bytes_halo_fwd": bytes_w * workers / 2,
-               "bytes_halo_bwd": bytes_w * workers / 2, "bytes_store": 0, "bytes_params": 0,
-               "bytes_total": bytes_w * workers, "messages": messages_w * workers,
-               "val_acc": v, "test_acc": (tests or vals)[e], "wall_time": wall, "cum_bytes": cum}
-        for r in range(workers):
-            row.update({f"compute_time_w{r}": t / 2, f"cpu_time_w{r}": t / 2, f"bytes_w{r}": bytes_w,
-                        f"messages_w{r}": messages_w})
-        rows.append(row)
-    pd.DataFrame(rows).to_csv(d / "metrics.csv", index=False)
-    best = max(range(len(vals)), key=lambda i: (vals[i], -i))
-    summary = {"status": "complete", "best_val": vals[best], "test_at_best_val": (tests or vals)[best],
-               "config": {"method": method or label, "workers": workers, "seed": seed},
-               "machine": {"host": "box", "cpu": "x86_64", "cores": 2, "ram_gib": 8.0, "gpu": "none",
-                           "workers": workers, "cores_shared": f"{workers} workers on 2 cores",
-                           "threads_per_worker": 1},
-               "versions": {"torch": "9.9"}, "git_commit": "abc123",
-               "command": f"python -m digest train --method {method or label} --workers {workers}"}
-    if bandwidth:  # an --emulate-network run (digest/runtime/netem.py's record)
-        summary["emulation"] = {"bandwidth": bandwidth[0], "bandwidth_bit_s": bandwidth[1],
-                                "label": f"emulated @ {bandwidth[0]}", "mtu": 1500,
-                                "qdisc": f"tbf rate {bandwidth[0]} burst 16384 latency 50ms"}
-    (d / "summary.json").write_text(json.dumps(summary))
-    (d / "run.json").write_text(json.dumps({"label": label, "dataset": dataset, "method": method or label,
-                                            "workers": workers, "seed": seed, "hash": flags_hash}))
-    return d
 
 
 @pytest.fixture

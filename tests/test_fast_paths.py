@@ -15,7 +15,7 @@ from digest.models.features import SparseFeatures, sparse_linear
 from digest.models.sparse import spmm
 from digest.data.synthetic import make_synthetic
 from digest.training.trainer import Trainer
-from distributed import run_workers
+from helpers import run_workers
 
 
 def _sparse_x(n=60, f=40, density=0.1, seed=0):
@@ -182,9 +182,54 @@ def test_sparse_inputs_train_like_dense_inputs(tmp_path):
     assert GCN.features(sparse.x).__class__ is SparseFeatures
 
 
-def test_tune_allocator_is_idempotent():
-    first = perf.tune_allocator()
-    assert perf.tune_allocator() is first
+_MALLOC_PROBE = """
+import ctypes, importlib.util, json, sys
+spec = importlib.util.spec_from_file_location("perf", sys.argv[2])  # alone: no torch to import
+perf = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(perf)
+class Info(ctypes.Structure):  # glibc's struct mallinfo2
+    _fields_ = [(n, ctypes.c_size_t) for n in ("arena", "ordblks", "smblks", "hblks", "hblkhd",
+                "usmblks", "fsmblks", "uordblks", "fordblks", "keepcost")]
+libc = ctypes.CDLL(None)
+libc.mallinfo2.restype, libc.malloc.restype = Info, ctypes.c_void_p
+libc.malloc.argtypes, libc.free.argtypes = [ctypes.c_size_t], [ctypes.c_void_p]
+def mmapped(mb):  # is a block of mb MiB served by a fresh mmap (not from the heap)?
+    before = libc.mallinfo2().hblkhd
+    p = libc.malloc(mb << 20)
+    out = libc.mallinfo2().hblkhd - before >= mb << 20
+    libc.free(p)
+    return out
+calls = [perf.tune_allocator(*a) for a in json.loads(sys.argv[1])]
+print(json.dumps({"calls": calls, "8": mmapped(8), "64": mmapped(64)}))
+"""
+
+
+def _allocator(env: dict, calls=((),)) -> dict:
+    """perf.tune_allocator called as ``calls`` say in a fresh process (the setting is the
+    process's), then whether glibc serves 8 and 64 MiB blocks by mmap."""
+    import ctypes
+    import json
+    import os
+    import subprocess
+    import sys
+    if not hasattr(ctypes.CDLL(None), "mallinfo2"):
+        import pytest
+        pytest.skip("not glibc >= 2.33 (no mallinfo2 to see where a block came from)")
+    env = {**{k: v for k, v in os.environ.items() if not k.startswith("DIGEST_MALLOC")}, **env}
+    done = subprocess.run([sys.executable, "-c", _MALLOC_PROBE, json.dumps(list(map(list, calls))),
+                           perf.__file__], env=env, capture_output=True, text=True, timeout=60,
+                          check=True)
+    return json.loads(done.stdout)
+
+
+def test_tune_allocator_keeps_large_blocks_in_the_heap_once_per_process():
+    """Tuned (the default): blocks up to 1 GiB come from the heap, not a fresh mmap each; a later
+    call with another threshold changes nothing (the first setting holds). DIGEST_MALLOC_TUNE=0:
+    glibc's defaults (a large block is mmapped). DIGEST_MALLOC_MB: the threshold."""
+    assert _allocator({}, calls=((), (16 << 20,))) == {"calls": [True, True], "8": False,
+                                                       "64": False}
+    assert _allocator({"DIGEST_MALLOC_TUNE": "0"}) == {"calls": [False], "8": True, "64": True}
+    assert _allocator({"DIGEST_MALLOC_MB": "16"}) == {"calls": [True], "8": False, "64": True}
 
 
 def test_dropped_rows_linear_matches_dropout_then_linear():

@@ -4,25 +4,7 @@ import torch
 from digest.data.graph import Graph, canonical_edges, degree
 from digest.data.local_graph import extract_part
 from digest.data.partition import build_book
-
-# Same toy graph as test_partition.py: 9 nodes, 12 undirected edges, owners interleaved.
-PART_OF = torch.tensor([0, 1, 0, 2, 1, 0, 2, 1, 2])
-UNDIRECTED = [(0, 2), (0, 1), (1, 4), (2, 5), (5, 3), (3, 6), (4, 7), (7, 8), (6, 8), (2, 3),
-              (1, 7), (5, 4)]
-
-
-def toy_graph(sparse=False):
-    n = 9
-    x = torch.zeros(n, 5)
-    x[torch.arange(n), torch.arange(n) % 5] = torch.arange(1, n + 1, dtype=torch.float32)
-    x[3, 4] = -2.0
-    return Graph(name="toy", x=x.to_sparse() if sparse else x, y=torch.tensor([2, 1, 0, 2, 1, 0, 2, 1, 0]),
-                 edge_index=canonical_edges(torch.tensor(UNDIRECTED).t(), n),
-                 train_mask=torch.tensor([1, 1, 0, 1, 0, 1, 0, 0, 1], dtype=torch.bool),
-                 val_mask=torch.tensor([0, 0, 1, 0, 1, 0, 0, 0, 0], dtype=torch.bool),
-                 test_mask=torch.tensor([0, 0, 0, 0, 0, 0, 1, 1, 0], dtype=torch.bool),
-                 num_classes=3, meta={"source": "hand"})
-
+from helpers import PART_OF, toy_graph
 
 def test_part0_exact():
     g = toy_graph()
@@ -39,7 +21,7 @@ def test_part0_exact():
     assert p.val_mask.tolist() == [False, True, False]
     assert p.test_mask.tolist() == [False, False, False]
     assert (p.num_train_global, p.num_val_global, p.num_test_global) == (5, 2, 2)
-    assert p.num_classes == 3 and p.meta == {"dataset": "toy", "source": "hand"}
+    assert p.num_classes == 3 and p.meta == {"dataset": "toy", "source": "hand", "opts": {"a": 1}}
     assert torch.equal(p.x, g.x[[0, 2, 5, 1, 4, 3]])
 
 

@@ -84,5 +84,47 @@ def test_sage_induced_view_averages_inner_neighbours_only():
     assert torch.equal(view.adj.to_dense()[3], torch.zeros(N_INNER))
 
 
-def test_every_model_takes_sparse_and_lazily_dropped_inputs():
-    assert all(m.sparse_input and m.lazy_input for m in (GCN, SAGE, GAT))
+def _whole_model(name: str, sparse: bool, lazy: bool, training: bool):
+    """Model ``name`` (3 layers, dropout 0.5) on part 0 of the toy graph, with constant halo
+    rows for layers 1 and 2: (logits, parameter gradients of their sum, the kinds of rows the
+    first layer read). ``lazy=False`` turns the model's own ``lazy_input`` off."""
+    from digest.data.local_graph import extract_part
+    from digest.data.partition import build_book
+    from digest.models import MODELS
+    from helpers import PART_OF, toy_graph
+    g = toy_graph(sparse=sparse, width=6)
+    part = extract_part(g, build_book(PART_OF, g.edge_index, 3), 0)
+    cls = MODELS[name]
+    torch.manual_seed(0)
+    model = cls(6, 4, 3, layers=3, dropout=0.5)
+    if not lazy:
+        model.lazy_input = False
+    model.train(training)
+    seen = []
+    conv = model.conv
+    model.conv = lambda layer, h, halo, view: (  # the first layer's inner and halo rows
+        layer or seen.extend([type(h).__name__, type(halo).__name__]), conv(layer, h, halo, view))[1]
+    consts = {l: torch.randn(part.n_halo, 4, generator=torch.Generator().manual_seed(l))
+              for l in (1, 2)}
+    torch.manual_seed(1)  # the dropout masks
+    out = model(cls.inputs(part.x, part.n_inner), cls.view(part), lambda l, h: consts[l])
+    out.sum().backward()
+    return out, [p.grad for p in model.parameters()], seen
+
+
+@pytest.mark.parametrize("name", ["gcn", "sage", "gat"])
+def test_every_model_computes_on_sparse_and_lazily_dropped_inputs(name):
+    """What ``sparse_input`` and ``lazy_input`` promise, for every model: sparse input features
+    reach the first layer as they are (SparseFeatures) and give the dense features' logits and
+    gradients; in training, dense constant inputs reach it with their dropout mask not yet applied
+    (DroppedRows) and give the logits and gradients of dropout-then-dense with the same mask."""
+    dense, dense_grads, kinds = _whole_model(name, sparse=False, lazy=True, training=False)
+    sparse, sparse_grads, sparse_kinds = _whole_model(name, sparse=True, lazy=True, training=False)
+    assert kinds == ["Tensor", "Tensor"] and sparse_kinds == ["SparseFeatures"] * 2
+    assert torch.allclose(sparse, dense, atol=1e-5)
+    assert all(torch.allclose(a, b, atol=1e-5) for a, b in zip(sparse_grads, dense_grads))
+    lazy, lazy_grads, lazy_kinds = _whole_model(name, sparse=False, lazy=True, training=True)
+    plain, plain_grads, plain_kinds = _whole_model(name, sparse=False, lazy=False, training=True)
+    assert lazy_kinds == ["DroppedRows"] * 2 and plain_kinds == ["Tensor"] * 2
+    assert torch.allclose(lazy, plain, atol=1e-5) and not torch.allclose(lazy, dense, atol=1e-3)
+    assert all(torch.allclose(a, b, atol=1e-5) for a, b in zip(lazy_grads, plain_grads))

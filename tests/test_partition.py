@@ -6,21 +6,7 @@ from digest.data.graph import Graph, canonical_edges
 from digest.data.local_graph import extract_part
 from digest.data.partition import PartitionError, assign_parts, build_book, partition, partition_stats
 from digest.data.synthetic import make_synthetic
-
-# 9 nodes, 12 undirected edges, 3 parts. Owners interleave so that ids and positions differ.
-PART_OF = torch.tensor([0, 1, 0, 2, 1, 0, 2, 1, 2])
-UNDIRECTED = [(0, 2), (0, 1), (1, 4), (2, 5), (5, 3), (3, 6), (4, 7), (7, 8), (6, 8), (2, 3),
-              (1, 7), (5, 4)]
-CUT = {(0, 1), (5, 3), (7, 8), (2, 3), (5, 4)}  # ends owned by different parts
-
-
-def toy_graph(n=9, edges=UNDIRECTED):
-    ei = canonical_edges(torch.tensor(edges).t(), n)
-    return Graph(name="toy", x=torch.arange(n * 4, dtype=torch.float32).view(n, 4),
-                 y=torch.arange(n) % 3, edge_index=ei,
-                 train_mask=torch.arange(n) < 5, val_mask=(torch.arange(n) >= 5) & (torch.arange(n) < 7),
-                 test_mask=torch.arange(n) >= 7, num_classes=3)
-
+from helpers import CUT, PART_OF, toy_graph
 
 def L(t):
     return t.tolist()

@@ -7,13 +7,16 @@ within a relative 1e-5 (float32 sums differ in the last bit between CPUs, as a C
 1.2647813558578491 against 1.264781415462494; any change of a method's arithmetic moves them far more).
 
 DIGEST-A runs with one worker: with M = 1 it is step for step synchronous DIGEST, and
-deterministic (with more workers the order in which gradients arrive is not)."""
+deterministic (with more workers the order in which gradients arrive is not).
+
+Each case is the command's own path without a new interpreter: its flags parsed by the CLI's
+parser, its partition prepared as ``train`` prepares it, then ``digest.cli.worker`` on every rank
+through the launcher ``--workers M`` uses (the warm one: workers forked from a forkserver that
+imported torch once; one worker too, as a process of its own)."""
 from __future__ import annotations
 
 import csv
 import json
-import os
-import subprocess
 import sys
 from pathlib import Path
 
@@ -38,10 +41,15 @@ COLUMNS = ("train_loss", "bytes_halo_fwd", "bytes_halo_bwd", "bytes_store", "byt
 
 
 def run_case(name: str, out: Path, data_root: Path) -> dict:
-    env = {**os.environ, "DIGEST_DATA": str(data_root), "PYTHONPATH": str(ROOT)}
-    cmd = [sys.executable, "-m", "digest", "train", *COMMON, *CASES[name], "--out", str(out)]
-    done = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
-    assert done.returncode == 0, done.stderr[-2000:]
+    from digest import cli, flags
+    from digest.config import TrainConfig, validate
+    from digest.runtime.launch import launch_all
+    args = cli.parser().parse_args(["train", *COMMON, *CASES[name], "--data-root", str(data_root),
+                                    "--out", str(out)])
+    cfg = TrainConfig.of(**flags.given(args))
+    validate(cfg)
+    world = cfg.runtime.workers
+    launch_all(cli.worker, (cfg.flat(), str(cli._prepare(cfg, world)), str(out)), world)
     with open(out / "metrics.csv") as f:
         rows = list(csv.DictReader(f))
     return {c: [float(r[c]) for r in rows] for c in COLUMNS}
@@ -60,6 +68,7 @@ def test_same_losses_and_bytes(name, tmp_path, data_root):
 
 if __name__ == "__main__":  # python tests/test_regression.py --write
     import tempfile
+    sys.path.insert(0, str(ROOT))
     assert sys.argv[1:] == ["--write"], "usage: python tests/test_regression.py --write"
     with tempfile.TemporaryDirectory() as tmp:
         (Path(tmp) / "data").mkdir()

@@ -6,14 +6,20 @@ from __future__ import annotations
 import pytest
 
 from baselines.vanishing import interval_at
-from digest.runtime import comm
-from digest.data.cache import prepare_partition
 from digest.config import TrainConfig
-from digest.data.synthetic import make_synthetic
-from digest.training.trainer import Trainer
-from distributed import run_workers
+from digest.data.cache import load_book
+from helpers import launch_world, small_graph, total, train_runs
 
-EPOCHS = 12
+EPOCHS, H = 12, 8
+BASE = TrainConfig.of(dataset="van", hidden=H, layers=3, dropout=0.0, epochs=EPOCHS,
+                      progress=False)
+RUNS = {"exact": dict(method="exact"),
+        "digest": dict(method="digest", sync_interval=4),
+        "fixed": dict(method="digest-vanishing", sync_interval=4, sync_schedule="fixed"),
+        "decreasing": dict(method="digest-vanishing", sync_interval=4,
+                           sync_schedule="decreasing"),
+        "drift0": dict(method="digest-vanishing", sync_interval=4, sync_schedule="drift",
+                       drift_threshold=0.0)}
 
 
 def test_interval_falls_linearly_from_I_to_1():
@@ -21,33 +27,16 @@ def test_interval_falls_linearly_from_I_to_1():
     assert interval_at(0, 1, 5) == 1 and interval_at(3, 4, 1) == 1
 
 
-def syncs_and_losses(cfg, rt, part):
-    trainer = Trainer(cfg, rt, part)
-    out = []
-    for t in range(cfg.optim.epochs):
-        comm.traffic.reset()
-        loss = trainer.step(t)
-        out.append((loss, comm.traffic.bytes["store"], getattr(trainer.policy, "syncs", 0)))
-    return out
-
-
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory):
-    graph = make_synthetic(nodes=300, classes=4, avg_degree=8, features=12, seed=5)
-    part_dir = prepare_partition("van", 2, "metis", 0, tmp_path_factory.mktemp("d"), graph=graph)
-    base = dict(dataset="van", hidden=8, layers=3, dropout=0.0, epochs=EPOCHS, sync_interval=4)
-    cases = {"exact": dict(method="exact", epochs=EPOCHS, dataset="van", hidden=8, dropout=0.0),
-             "digest": dict(base, method="digest"),
-             "fixed": dict(base, method="digest-vanishing", sync_schedule="fixed"),
-             "decreasing": dict(base, method="digest-vanishing", sync_schedule="decreasing"),
-             "drift0": dict(base, method="digest-vanishing", sync_schedule="drift",
-                            drift_threshold=0.0)}
-    return {name: run_workers(syncs_and_losses, TrainConfig.of(**flags), part_dir, 2)
-            for name, flags in cases.items()}
+    part_dir, ranks = launch_world(tmp_path_factory.mktemp("d"), "van", 2, train_runs, BASE,
+                                   small_graph(seed=5), runs=RUNS)
+    return sum(load_book(part_dir).stats["halo_sizes"]), ranks
 
 
-def sync_steps(ranks):
-    return [t for t, (_, _, n) in enumerate(ranks[0]) if n > (ranks[0][t - 1][2] if t else 0)]
+def sync_steps(ranks, run):
+    syncs = [r["store_syncs"] for r in ranks[0][run]]
+    return [t for t, n in enumerate(syncs) if n > (syncs[t - 1] if t else 0)]
 
 
 def test_decreasing_syncs_where_its_formula_says(runs):
@@ -56,18 +45,35 @@ def test_decreasing_syncs_where_its_formula_says(runs):
         if t - last >= interval_at(t, 4, EPOCHS):
             expected.append(t)
             last = t
-    assert sync_steps(runs["decreasing"]) == expected == [3, 6, 8, 10, 11]
+    assert sync_steps(runs[1], "decreasing") == expected == [3, 6, 8, 10, 11]
 
 
 def test_drift_with_tau_zero_syncs_every_step(runs):
-    assert sync_steps(runs["drift0"]) == list(range(EPOCHS))
-    assert all(store > 0 for _, store, _ in runs["drift0"][0])
+    assert sync_steps(runs[1], "drift0") == list(range(EPOCHS))
+
+
+def test_bytes_are_the_hand_derived_count(runs):
+    """Store bytes per step, summed over the 2 workers: each sync moves every boundary row of
+    both hidden layers once (the halo rows of all workers, H float32 columns per layer), and so
+    does the fill before step 0; the drift schedule adds, at every step, its max all-reduce of one
+    float64 (a ring all-reduce: 2 (M - 1) / M x 8 bytes per worker). Nothing else is counted as
+    store traffic; the halo exchanges are the input features' fetch at step 0 only."""
+    halo_rows, ranks = runs
+    sync, drift = halo_rows * H * 4 * 2, 2 * (2 * (2 - 1) * 8 // 2)
+    for name in ("digest", "fixed", "decreasing", "drift0"):
+        synced = sync_steps(ranks, name)
+        expected = [sync * ((t in synced) + (t == 0)) + (drift if name == "drift0" else 0)
+                    for t in range(EPOCHS)]
+        assert total(ranks, name, "bytes_store") == expected, name
+        assert total(ranks, name, "bytes_halo_fwd") == total(ranks, name, "input_bytes"), name
+        assert set(total(ranks, name, "bytes_halo_bwd")) == {0}, name
 
 
 def test_fixed_is_digest_and_step_zero_is_exact(runs):
-    loss = {name: [sum(r[t][0] for r in ranks) for t in range(EPOCHS)] for name, ranks in runs.items()}
+    ranks = runs[1]
+    loss = {name: total(ranks, name, "loss") for name in RUNS}
     assert loss["fixed"] == loss["digest"]
-    assert sync_steps(runs["fixed"]) == sync_steps(runs["digest"]) == [3, 7, 11]
+    assert sync_steps(ranks, "fixed") == sync_steps(ranks, "digest") == [3, 7, 11]
     for name in ("digest", "decreasing", "drift0"):
         assert loss[name][0] == pytest.approx(loss["exact"][0], abs=1e-6), name
     # drift with TAU = 0 refreshes every step: the halo is one step old, never older

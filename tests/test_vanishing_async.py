@@ -9,13 +9,13 @@ import torch
 
 import digest.policies.store
 from baselines.vanishing_async import AsyncVanishingHalo
-from digest.asynchronous import AsyncStaleHalo, AsyncTrainer
+from digest.asynchronous import AsyncStaleHalo
 from digest.data.cache import load_part, prepare_partition
 from digest.config import TrainConfig
 from digest.policies.halo import HaloPlan
 from digest.models import MODELS
 from digest.data.synthetic import make_synthetic
-from distributed import run_workers
+from helpers import run_workers
 
 HIDDEN = 4
 
@@ -99,21 +99,24 @@ def test_drift_pushes_on_its_own_drift(part, monkeypatch):
     assert jump == [3, 5, 9]
 
 
-def fit(cfg, rt, part, out_dir):
-    from pathlib import Path
-    AsyncTrainer(cfg, rt, part).fit(Path(out_dir), {})
-    return None
-
-
 def test_two_real_workers_with_tau_zero_push_after_every_applied_step(tmp_path):
+    """And the bytes are the hand-derived count: the drift decision costs none (each worker
+    decides alone), every sync is a push of the boundary rows and a pull of the newer blocks."""
     import pandas as pd
+
+    from helpers import async_bytes_by_hand, fit_async_counted
     graph = make_synthetic(nodes=300, classes=4, avg_degree=8, features=12, seed=5)
     part_dir = prepare_partition("vanr", 2, "metis", 0, tmp_path, graph=graph)
     cfg = TrainConfig.of(dataset="vanr", method="digest-async-vanishing", hidden=8, epochs=6,
                          sync_interval=4, sync_schedule="drift", drift_threshold=0.0,
                          progress=False, timeout=60)
-    run_workers(fit, cfg, part_dir, 2, out_dir=str(tmp_path / "run"))
+    workers = run_workers(fit_async_counted, cfg, part_dir, 2, out_dir=str(tmp_path / "run"))
     m = pd.read_csv(tmp_path / "run" / "metrics.csv")
     # 12 gradients applied; every step syncs but the one that spent the budget (nobody reads it)
     assert len(m) == 6 and int(m["store_syncs"].iloc[-1]) == 2 * 6 - 1
     assert m["drift"].notna().all()
+    keys = ("bytes_params", "bytes_store", "bytes_halo_fwd", "messages")
+    for w in workers:
+        assert [{k: s[k] for k in keys} for s in w["steps"]] == async_bytes_by_hand(w, 2 * 8)
+    for key in keys:
+        assert int(m[key].sum()) == sum(s[key] for w in workers for s in w["steps"])

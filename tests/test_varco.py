@@ -8,12 +8,9 @@ from __future__ import annotations
 import pytest
 import torch
 
-from digest.runtime import comm
-from digest.data.cache import load_book, prepare_partition
-from digest.config import TrainConfig, validate
-from digest.data.synthetic import make_synthetic
-from digest.training.trainer import Trainer
-from distributed import run_workers
+from digest.config import TrainConfig
+from digest.data.cache import load_book
+from helpers import launch_world, small_graph, total, train_runs
 
 H = 16  # hidden width = F of every exchanged layer
 BASE = TrainConfig.of(dataset="varco", hidden=H, layers=3, dropout=0.0, epochs=20, progress=False)
@@ -41,48 +38,28 @@ RUNS = {
 }
 
 
+def codec(trainer, ctx) -> dict:
+    """The learned codec's parameters and how many parameters the optimiser updates."""
+    return {"codec": {k: v.clone() for k, v in trainer.model.state_dict().items()
+                      if "compressor" in k},
+            "opt_params": sum(p.numel() for g in trainer.opt.param_groups for p in g["params"])}
+
+
 def train_all(cfg, rt, part, runs):
-    """Every run on this worker: per epoch its loss, traffic and policy state."""
-    torch.set_num_threads(1)
-    out = {}
-    for name, over in runs.items():
-        try:
-            run_cfg = cfg.replace(**over)
-            validate(run_cfg)
-            trainer = Trainer(run_cfg, rt, part)
-        except ValueError as e:
-            out[name] = str(e)
-            continue
-        rows = []
-        for epoch in range(trainer.cfg.optim.epochs):
-            comm.traffic.reset()
-            loss = trainer.step(epoch)
-            rows.append({"loss": loss, **comm.traffic.snapshot(), **trainer.policy.state()})
-        codec = {k: v.clone() for k, v in trainer.model.state_dict().items() if "compressor" in k}
-        out[name] = {"rows": rows, "codec": codec,
-                     "opt_params": sum(p.numel() for g in trainer.opt.param_groups for p in g["params"])}
-    return out
+    return train_runs(cfg, rt, part, runs, finish=codec)
 
 
 @pytest.fixture(scope="module")
 def world(tmp_path_factory):
-    graph = make_synthetic(nodes=300, classes=4, avg_degree=8, features=12, seed=1)
-    part_dir = prepare_partition("varco", 2, "metis", 0, tmp_path_factory.mktemp("data"), graph=graph)
-    rows = sum(load_book(part_dir).stats["halo_sizes"])  # rows sent per exchange, all workers
-    return rows, run_workers(train_all, BASE, part_dir, 2, runs=RUNS)
-
-
-def total(ranks, run, key):
-    """Per-epoch sum over workers of ``key``."""
-    n = len(ranks[0][run]["rows"])
-    return [sum(r[run]["rows"][t][key] for r in ranks) for t in range(n)]
+    part_dir, ranks = launch_world(tmp_path_factory.mktemp("data"), "varco", 2, train_all, BASE,
+                                   small_graph(seed=1), runs=RUNS)
+    return sum(load_book(part_dir).stats["halo_sizes"]), ranks  # rows sent per exchange, all workers
 
 
 def hidden_fwd(ranks, run, rows):
-    """Per-epoch forward halo bytes without layer 0's input features (12 float32 columns,
-    counted once, in epoch 0)."""
-    fwd = total(ranks, run, "bytes_halo_fwd")
-    return [fwd[0] - rows * 12 * 4] + fwd[1:]
+    """Per-epoch forward halo bytes without layer 0's input features (counted once, in epoch 0)."""
+    return [f - i for f, i in zip(total(ranks, run, "bytes_halo_fwd"),
+                                  total(ranks, run, "input_bytes"))]
 
 
 def test_ratio_one_equals_exact(world):
@@ -105,14 +82,14 @@ def test_compressed_bytes_are_k_columns(world):
     assert set(hidden_fwd(ranks, "varco_r4_all", rows)) == {rows * (k + k) * 4}
     assert set(total(ranks, "varco_r4_all", "bytes_halo_bwd")) == {rows * (k + k) * 4}
     assert hidden_fwd(ranks, "exact", rows)[0] == rows * (H + H) * 4
-    assert ranks[0]["varco_r4"]["rows"][0]["comp_width"] == k
+    assert ranks[0]["varco_r4"][0]["comp_width"] == k
     # the halo really is lossy: the first step's loss already differs from exact's
     assert abs(total(ranks, "varco_r4", "loss")[0] - total(ranks, "exact", "loss")[0]) > 1e-4
 
 
 def test_variable_schedule_reaches_r_min_at_T_minus_2_over_s(world):
     rows, ranks = world
-    ratios = [r["comp_ratio"] for r in ranks[0]["varco_variable"]["rows"]]
+    ratios = [r["comp_ratio"] for r in ranks[0]["varco_variable"]]
     assert ratios[0] == 8.0
     assert ratios[5] == pytest.approx(8 - 2 * 5 * 7 / 18)  # the reference code divides by T - 2
     assert min(t for t, r in enumerate(ratios) if r == 1.0) == 9  # (T - 2) / s = 18 / 2
@@ -125,7 +102,7 @@ def test_default_schedule_ends_with_two_full_width_epochs(world):
     """The reference code's r(t) = max(32 - 31 t / (T - 2), 1) at T = 8: full width (k = F = 16,
     the exact method's bytes) in the last two epochs, and only there."""
     rows, ranks = world
-    got = ranks[0]["varco_default"]["rows"]
+    got = ranks[0]["varco_default"]
     assert [r["comp_ratio"] for r in got] == [max(32 - 31 * t / 6, 1.0) for t in range(8)]
     assert [r["comp_ratio"] for r in got][-3:] == [32 - 31 * 5 / 6, 1.0, 1.0]
     assert [r["comp_width"] for r in got] == [1, 1, 1, 1, 2, 3, H, H]  # ceil(16 / r(t))
@@ -138,14 +115,14 @@ def test_default_schedule_ends_with_two_full_width_epochs(world):
 
 def test_learned_codec_is_trained_and_identical_on_every_worker(world):
     _, ranks = world
-    codecs = [r["varco_learned_r4"]["codec"] for r in ranks]
+    codecs = [r["end"]["varco_learned_r4"]["codec"] for r in ranks]
     assert set(codecs[0]) == {f"compressor.1.{n}" for n in ("enc_weight", "enc_bias", "dec_weight",
                                                              "dec_bias")}
     for key, value in codecs[0].items():
         assert torch.equal(value, codecs[1][key]), key
     assert not torch.equal(codecs[0]["compressor.1.enc_weight"], torch.eye(H))  # it moved
-    plain = ranks[0]["varco_r4"]["opt_params"]
-    assert ranks[0]["varco_learned_r4"]["opt_params"] == plain + 2 * (H * H + H)
+    plain = ranks[0]["end"]["varco_r4"]["opt_params"]
+    assert ranks[0]["end"]["varco_learned_r4"]["opt_params"] == plain + 2 * (H * H + H)
 
 
 def test_digest_store_compression_only_when_asked(world):
@@ -154,7 +131,7 @@ def test_digest_store_compression_only_when_asked(world):
              for run in ("digest", "digest_none", "digest_slice", "digest_random")}
     assert store["digest"] == store["digest_none"]  # --compressor auto keeps the exact sync
     assert total(ranks, "digest", "loss") == total(ranks, "digest_none", "loss")
-    assert "comp_ratio" not in ranks[0]["digest"]["rows"][0]
+    assert "comp_ratio" not in ranks[0]["digest"][0]
     assert store["digest_slice"] < store["digest_none"]
     assert store["digest_random"] < store["digest_none"]
     # one all-to-all per sync still: same message count as the exact store

@@ -64,8 +64,11 @@ class CompressionOptions(Options):
             raise ValueError("need 1 <= --comp-min <= --comp-max")
         if self.comp_schedule == "fixed" and self.comp_ratio is None:
             raise ValueError("--comp-schedule fixed needs --comp-ratio")
-        if self.comp_ratio is not None and self.comp_ratio < 1:
+        if self.comp_ratio is not None and not self.comp_ratio >= 1:  # (NaN too)
             raise ValueError("--comp-ratio must be >= 1")
+        if not self.comp_slope >= 0:
+            raise ValueError("--comp-slope must be >= 0")
+        parse_layers(self.comp_layers, cfg.model.layers, [])  # a bad list: one line now
 
     def ratio(self, epoch: int, epochs: int, schedule: str | None = None) -> float:
         """r(epoch) under this schedule (or ``schedule``, e.g. "none" when nothing is compressed)."""
@@ -171,7 +174,10 @@ def parse_layers(spec: str, layers: int, default: list[int]) -> list[int]:
     ``default`` when the flag is empty."""
     if not spec.strip():
         return sorted(default)
-    chosen = sorted({int(s) for s in spec.split(",") if s.strip()})
+    try:
+        chosen = sorted({int(s) for s in spec.split(",") if s.strip()})
+    except ValueError:
+        raise ValueError(f"--comp-layers {spec!r}: give layer numbers, e.g. 1,2") from None
     bad = [l for l in chosen if not 1 <= l <= layers - 1]
     if bad:
         raise ValueError(f"--comp-layers {bad}: exchanged layers are 1..{layers - 1}")

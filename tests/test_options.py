@@ -1,0 +1,94 @@
+"""Every method option's bad values through ``python -m digest train`` (digest.cli.main, in this
+process): one line on stderr, exit status 2, no traceback, nothing written (no run folder, no
+partition cache). Every option of every registered method has a case here: a method added with
+an option and no bad value below fails ``test_every_option_has_a_bad_value``."""
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+
+from digest.methods import methods_with_option, option_groups
+from helpers import files_under, here
+
+# (flag, bad value, what the one line says)
+BAD = [
+    # every method's parameter sync (ParamOptions)
+    ("--local-steps", "0", "--local-steps must be >= 1"),
+    # the store (DIGEST, DIGEST-A, SAT, vanishing)
+    ("--sync-interval", "0", "--sync-interval must be >= 1"),
+    ("--sync-interval", "2.5", "argument --sync-interval: invalid int value: '2.5'"),
+    # compression (VARCO, DIGEST's store)
+    ("--compressor", "zip", "argument --compressor: invalid choice: 'zip'"),
+    ("--comp-schedule", "sometimes", "argument --comp-schedule: invalid choice: 'sometimes'"),
+    ("--comp-max", "0.5", "need 1 <= --comp-min <= --comp-max"),
+    ("--comp-min", "0.5", "need 1 <= --comp-min <= --comp-max"),
+    ("--comp-min", "64", "need 1 <= --comp-min <= --comp-max"),  # above --comp-max 32
+    ("--comp-min", "nan", "need 1 <= --comp-min <= --comp-max"),
+    ("--comp-slope", "-1", "--comp-slope must be >= 0"),
+    ("--comp-ratio", "0.5", "--comp-ratio must be >= 1"),
+    ("--comp-ratio", "nan", "--comp-ratio must be >= 1"),
+    ("--comp-layers", "3", "--comp-layers [3]: exchanged layers are 1..2"),  # L = 3
+    ("--comp-layers", "one", "--comp-layers 'one': give layer numbers, e.g. 1,2"),
+    # AdaQP
+    ("--quant-bits", "3", "argument --quant-bits: invalid choice: 3"),
+    ("--quant-assign", "best", "argument --quant-assign: invalid choice: 'best'"),
+    ("--quant-adapt-every", "0", "--quant-adapt-every must be >= 1"),
+    # BNS-GCN, PipeGCN
+    ("--boundary-rate", "1.5", "--boundary-rate must be in [0, 1]"),
+    ("--boundary-rate", "nan", "--boundary-rate must be in [0, 1]"),
+    ("--pipe-smoothing", "1", "--pipe-smoothing must be in [0, 1)"),
+    # SANCUS
+    ("--skip-threshold", "-0.1", "--skip-threshold must be >= 0"),
+    ("--skip-threshold", "nan", "--skip-threshold must be >= 0"),
+    ("--max-staleness", "-1", "--max-staleness must be >= 0"),
+    # the vanishing schedules
+    ("--sync-schedule", "weekly", "argument --sync-schedule: invalid choice: 'weekly'"),
+    ("--drift-threshold", "-1", "--drift-threshold must be >= 0"),
+    ("--drift-threshold", "nan", "--drift-threshold must be >= 0"),
+    # mini-batch
+    ("--batch-size", "0", "--batch-size must be >= 1"),
+    ("--mb-fanouts", "10,x", "--mb-fanouts"),
+    ("--mb-seeds", "all", "argument --mb-seeds: invalid choice: 'all'"),
+    ("--mb-local-only=yes", None, "argument --mb-local-only/--no-mb-local-only: ignored explicit "
+                                  "argument 'yes'"),
+    # SAT
+    ("--sat-predictor", "oracle", "argument --sat-predictor: invalid choice: 'oracle'"),
+    ("--sat-window", "0", "--sat-window must be >= 1"),
+    ("--sat-lr", "0", "--sat-lr must be > 0"),
+    ("--sat-replay", "0", "--sat-replay must be >= 1"),
+    ("--sat-gate=on", None, "argument --sat-gate/--no-sat-gate: ignored explicit argument 'on'"),
+    ("--sat-shared=1", None, "argument --sat-shared/--no-sat-shared: ignored explicit argument"),
+    # Sylvie
+    ("--sylvie-bits", "3", "argument --sylvie-bits: invalid choice: 3"),
+    ("--sylvie-scale-dtype", "float16", "argument --sylvie-scale-dtype: invalid choice"),
+    ("--pipeline=no", None, "argument --pipeline/--no-pipeline: ignored explicit argument 'no'"),
+    ("--sync-every", "-1", "--sync-every must be >= 0 (0 = never synchronous)"),
+    ("--sylvie-step0", "ones", "argument --sylvie-step0: invalid choice: 'ones'"),
+]
+
+
+def _flag(name: str) -> str:
+    return "--" + name.replace("_", "-")
+
+
+def test_every_option_has_a_bad_value():
+    options = {_flag(f.name) for g in option_groups() for f in dataclasses.fields(g)}
+    covered = {flag.split("=")[0] for flag, _, _ in BAD}
+    assert options - covered == set(), "options without a bad-value case"
+    assert covered - options == set(), "cases of options no method has"
+
+
+@pytest.mark.parametrize("flag,value,said", BAD, ids=[f"{f}={v}" for f, v, _ in BAD])
+def test_a_bad_method_option_is_one_line_and_exit_2(flag, value, said, tmp_path, capsys,
+                                                    monkeypatch):
+    name = flag.split("=")[0][2:].replace("-", "_")
+    method = methods_with_option(name)[0]
+    monkeypatch.setenv("DIGEST_DATA", str(tmp_path / "data"))
+    monkeypatch.chdir(tmp_path)
+    args = ["train", "--method", method, "--dataset", "synthetic:nodes=200", "--workers", 2,
+            "--out", tmp_path / "run", flag, *([] if value is None else [value])]
+    rc, err = here(args, capsys)
+    assert rc == 2 and len(err) == 1, (rc, err)
+    assert err[0].startswith("error: ") and said in err[0], err
+    assert files_under(tmp_path) == []
