@@ -47,7 +47,7 @@ ROOT = Path(__file__).resolve().parents[1]
 DATASET = "synthetic:nodes=300,avg_degree=5,features=16,classes=4,seed=1"
 WORKERS, EPOCHS, EVERY = 2, 60, 12
 # DIGEST-A, resumed against uninterrupted: final and best accuracies (60 validation and 60 test
-# nodes, one node is 0.017). The settings are tests/test_async_resume.py's (60 epochs, no
+# nodes, one node is 0.017). The settings are tests/asynchronous/test_async_resume.py's (60 epochs, no
 # dropout: near convergence), where the spread measured was about 0.05; after 40 epochs with
 # dropout 0.5 the runs were still on the steep part of the curve (0.57 against 0.80 test).
 ACC_TOL = 0.1

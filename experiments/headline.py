@@ -40,10 +40,12 @@ class Key:
 
 
 KEYS = (
-    Key("repro", ("synthetic", "CS", "Physics"), ("partition", "digest-I10", "varco-variable")),
+    Key("repro", ("synthetic", "CS", "Physics"), ("partition", "digest-I10", "digest-I10-K3",
+                                                   "varco-variable")),
     Key("wave2", ("Physics",), ("pipegcn", "bnsgcn-p0.1", "sancus", "adaqp-2", "adaqp-8")),
     Key("cluster", (PRODUCTS,), ("partition", "digest-I10", "varco-variable"), emulated=True),
     Key("arxiv"),
+    Key("settings", ("Photo",), ("pipegcn", "pipegcn-smooth0.95", "adaqp-adaptive-4", "sage")),
 )
 HEADER = ["suite", "graph", "method", "M", "network", "seeds", "test acc. %", "exact %",
           "Δ vs exact", "per-epoch speedup"]
@@ -107,7 +109,8 @@ def rows(key: Key, root: Path = Path(".")) -> list[list[str]]:
                 out.append([key.suite, GRAPHS.get(dataset, dataset), method, str(key.workers),
                             "loopback" if net is None else f"emulated {net}", str(int(a["seeds"])),
                             _pct(a), _pct(e), _delta(a["test_mean"], e["test_mean"]),
-                            "-" if pd.isna(speedup) or math.isinf(speedup) else f"{speedup:.2f}x"])
+                            ("-" if pd.isna(speedup) or math.isinf(speedup) else f"{speedup:.2f}x")
+                            + (" †" if bool(t.get("measured_apart", False)) else "")])
     return out
 
 
@@ -125,7 +128,8 @@ def table(page_dir: Path, root: Path = Path("."), keys=KEYS) -> str:
              "(points, from the unrounded means), same suite, graph, M and network; per-epoch "
              "speedup = exact's measured mean epoch time / the method's, over loopback or through "
              "emulated links (cluster: its highest and lowest bandwidth), on the machine each "
-             "suite's RUNLOG.md names.*", "",
+             "suite's RUNLOG.md names; † = the method's runs and exact's ran at different commits "
+             "(different times and load): not a paired comparison.*", "",
              "| " + " | ".join(HEADER) + " |", "|" + "---|" * len(HEADER)]
     lines += ["| " + " | ".join(r) + " |" for r in body]
     return "\n".join(lines) + "\n"

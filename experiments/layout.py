@@ -35,7 +35,10 @@ def runlog_path(suite_name: str) -> Path:
 
 
 def page_path(suite_name: str) -> Path:
-    """The suite's README (repro's is results/README.md)."""
+    """The suite's page: its folder's README.md; repro's is results/repro.md (its files are
+    results/'s top level, whose README.md is the index of every suite)."""
+    if ALIASES.get(suite_name, suite_name) == "repro":
+        return RESULTS / "repro.md"
     return Path(folders(suite_name)[0]) / "README.md"
 
 

@@ -15,6 +15,10 @@ from .method_state import section as state_section
 from .pareto_render import section as pareto_section
 from .render import cell, md_table, times
 
+APART_NOTE = ("† The method's runs and exact's ran at different commits, i.e. at different times "
+              "under whatever load each had (RUNLOG.md says when): that speedup is not a paired "
+              "comparison and may be off by the load difference alone.")
+
 
 def runs_index(loaded: Loaded) -> pd.DataFrame:
     """runs.csv: every run's identity, command and own results, so per-seed comparisons (paired
@@ -94,6 +98,10 @@ def _by_dataset(df: pd.DataFrame):
         yield dataset, part
 
 
+def _apart(hit: pd.DataFrame) -> bool:
+    return "measured_apart" in hit and bool(hit["measured_apart"].iloc[0])
+
+
 def markdown(loaded: Loaded, tables: dict, net: Network | None, target, command: str) -> str:
     out = [header(loaded, net, target, command)]
     acc = tables["accuracy"]
@@ -118,6 +126,7 @@ def markdown(loaded: Loaded, tables: dict, net: Network | None, target, command:
             out.append(timing_render.protocol_note(loaded, tables["timing"])
                        + timing_render.epoch_tables(tables["timing"], kind))
             continue
+        apart = False
         for dataset, part in _by_dataset(et):
             ms = sorted(set(part.workers))
             rows = []
@@ -125,12 +134,16 @@ def markdown(loaded: Loaded, tables: dict, net: Network | None, target, command:
                 row = [label]
                 for w in ms:
                     hit = part[(part.method == label) & (part.workers == w)]
+                    mark = " †" if not prefix and len(hit) and _apart(hit) else ""
+                    apart |= bool(mark)
                     row += ([cell(hit[f"{prefix}epoch_ms"].iloc[0], ".1f"),
-                             times(hit[f"{prefix}speedup_vs_exact"].iloc[0])]
+                             times(hit[f"{prefix}speedup_vs_exact"].iloc[0]) + mark]
                             if len(hit) else ["", ""])
                 rows.append(row)
             out.append(f"\n### {dataset}: {title}\n\n")
             out.append(md_table(["method", *[h for w in ms for h in (f"M={w} ms", f"M={w} speedup")]], rows))
+        if apart:
+            out.append(f"\n{APART_NOTE}\n")
     tta = tables["time_to_accuracy"]
     out.append(f"\n## 3. Time to accuracy (targets {_targets(target)} x exact's best val) and "
                "speedup over exact\n")

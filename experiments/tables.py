@@ -39,7 +39,8 @@ def run_frame(loaded: Loaded, net: Network | None = None) -> pd.DataFrame:
         m = r.metrics
         row = {"dataset": r.dataset, "method": r.label, "workers": r.workers, "seed": r.seed,
                "best_val": r.summary.get("best_val"), "test": r.summary.get("test_at_best_val"),
-               "epoch_time": m["epoch_time"].mean(), "epochs": len(m)}
+               "epoch_time": m["epoch_time"].mean(), "epochs": len(m),
+               "commit": (r.summary.get("git_commit") or "").removesuffix("-dirty")}
         if net is not None:
             row["modeled_epoch_time"] = modeled_epoch_times(m, net).mean()
         for col in [c for c in m.columns if c.startswith("bytes_") and "_w" not in c]:
@@ -71,12 +72,23 @@ def speedup(table: pd.DataFrame, column: str) -> list:
             for d, m, w, t in zip(table.dataset, table.method, table.workers, table[column])]
 
 
+def measured_apart(frame: pd.DataFrame, table: pd.DataFrame) -> list:
+    """Per table row: True when none of the method's runs ran at a commit that one of exact's
+    runs (same dataset, M, network, model) ran at, i.e. they were made at different times, under
+    whatever load each time had: their ratio is not a paired comparison (RUNLOG.md says when)."""
+    commits = frame.groupby(["dataset", "method", "workers"])["commit"].agg(set).to_dict()
+    return [not is_exact(m) and (d, exact_for(m), w) in commits
+            and not commits[(d, m, w)] & commits[(d, exact_for(m), w)]
+            for d, m, w in zip(table.dataset, table.method, table.workers)]
+
+
 def epoch_time(frame: pd.DataFrame, net: Network | None = None) -> pd.DataFrame:
     """Mean (over seeds) of each run's mean epoch time, in ms, and the speedup over exact."""
     g = frame.groupby(["dataset", "method", "workers"], sort=False)
     out = g.agg(seeds=("epoch_time", "size"), epoch_ms=("epoch_time", "mean")).reset_index()
     out["epoch_ms"] *= 1e3
     out["speedup_vs_exact"] = speedup(out, "epoch_ms")
+    out["measured_apart"] = measured_apart(frame, out)
     if net is not None:
         out[f"{net.column} epoch_ms"] = g["modeled_epoch_time"].mean().to_numpy() * 1e3
         out[f"{net.column} speedup_vs_exact"] = speedup(out, f"{net.column} epoch_ms")

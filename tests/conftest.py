@@ -46,7 +46,3 @@ def session_data(shared_data, monkeypatch):
     """``shared_data`` as this test's DIGEST_DATA."""
     monkeypatch.setenv("DIGEST_DATA", str(shared_data))
     return shared_data
-
-
-# transitional names (tests/helpers.py has them): for test files not yet importing from there
-from helpers import SHARED_DATASETS, needs_shared  # noqa: E402,F401

@@ -1,5 +1,5 @@
 """Fault injection for the reliability tests, as an epoch hook of the trainer:
-``DIGEST_EPOCH_HOOK=tests/faults.py:inject`` (reliability_util.HOOK) makes every worker call
+``DIGEST_EPOCH_HOOK=tests/faults.py:inject`` (helpers.HOOK) makes every worker call
 ``inject(epoch, rank)`` at the start of each step, which is inert unless these are set:
 DIGEST_TEST_KILL_EPOCH=e and DIGEST_TEST_KILL_RANK=r (SIGKILL rank r at the start of epoch e,
 while its peers enter the epoch's collectives; r=group: rank 0 SIGKILLs its process group,

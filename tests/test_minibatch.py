@@ -21,8 +21,7 @@ from digest.data.synthetic import make_synthetic
 from digest.runtime import comm
 from digest.training import checkpoint
 from digest.training.trainer import Trainer
-from distributed import run_workers
-from reliability_util import here
+from helpers import here, run_workers
 
 
 def small_graph(n=60, edges=150, seed=0):

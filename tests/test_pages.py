@@ -12,7 +12,7 @@ import pandas as pd
 import pytest
 
 from experiments import headline, pages, recompute, runlog
-from test_recompute import args, fake_suite
+from helpers import fake_suite, recompute_args as args
 
 BEGIN, END = "<!-- generated:begin (python -m experiments.pages; do not edit) -->", "<!-- generated:end -->"
 
@@ -163,22 +163,22 @@ def test_headline_rows_come_from_the_committed_tables(tmp_path, monkeypatch):
                                                                ("digest-I10", 0.9867, 6.93))
         for bw in ("10gbit", "1gbit", "50mbit")],
         cluster=[(headline.PRODUCTS, bw, b) for bw, b in (("1gbit", 1e9), ("50mbit", 5e7), ("10gbit", 1e10))])
-    Path("results/README.md").write_text("page\n")
+    Path("results/repro.md").write_text("page\n")
     keys = (headline.Key("repro", ("CS",), ("partition", "digest-I10", "varco-variable")),
             headline.Key("cluster", (headline.PRODUCTS,), ("digest-I10",), emulated=True))
     text = headline.table(Path("."), keys=keys)
     assert text == headline.table(Path("."), keys=keys)
     body = [line for line in text.splitlines() if line.startswith("| [")]
     assert body == [  # no varco rows: the tables have none; cluster: highest, then lowest bandwidth
-        "| [repro](results/README.md) | CS | partition | 4 | loopback | 3 | 92.16 ± 0.40 | "
+        "| [repro](results/repro.md) | CS | partition | 4 | loopback | 3 | 92.16 ± 0.40 | "
         "92.75 ± 0.40 | -0.59 | 1.41x |",
-        "| [repro](results/README.md) | CS | digest-I10 | 4 | loopback | 3 | 92.79 ± 0.40 | "
+        "| [repro](results/repro.md) | CS | digest-I10 | 4 | loopback | 3 | 92.79 ± 0.40 | "
         "92.75 ± 0.40 | +0.04 | 1.16x |",
         "| [cluster](results/cluster/tables.md) | products-like (synthetic) | digest-I10 | 4 | "
         "emulated 10gbit | 3 | 98.67 ± 0.40 | 98.74 ± 0.40 | -0.07 | 6.93x |",
         "| [cluster](results/cluster/tables.md) | products-like (synthetic) | digest-I10 | 4 | "
         "emulated 50mbit | 3 | 98.67 ± 0.40 | 98.74 ± 0.40 | -0.07 | 6.93x |"]
-    assert "](README.md)" in headline.table(Path("results"), keys=keys)  # links from results/
+    assert "](repro.md)" in headline.table(Path("results"), keys=keys)  # links from results/
 
 
 def test_quick_block_waits_for_the_quick_tables_then_shows_accuracy_and_the_main_plot(tmp_path, monkeypatch):

@@ -41,6 +41,7 @@ def test_quota_off_or_unavailable_says_why():
     assert q.describe() == {"cpu_quota": "none: off (--cpu-quota off)"}
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(placement.controller()[0] is None, reason="no writable cgroup cpu controller "
                     "(root and cgroup v1 cpu or v2 cpu.max needed)")
 def test_quota_caps_each_worker_and_is_removed():

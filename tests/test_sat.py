@@ -15,8 +15,7 @@ from digest.data.synthetic import make_synthetic
 from digest.runtime import comm
 from digest.training import checkpoint
 from digest.training.trainer import Trainer
-from distributed import run_workers
-from reliability_util import here
+from helpers import here, run_workers
 
 
 def random_graph(n_inner, n_halo, edges, seed):

@@ -16,7 +16,7 @@ from digest.data.cache import prepare_partition
 from digest.data.synthetic import make_synthetic
 from digest.runtime import comm
 from digest.training.trainer import Trainer
-from distributed import run_workers
+from helpers import run_workers
 
 T = 8
 EPS = 1e-3  # far under the floor at dropout 0.5 (measured ~0.3-0.6 here), far over lr 1e-7's drift

@@ -4,13 +4,11 @@ summary.json says what was done (``features_normalized``)."""
 from __future__ import annotations
 
 import json
-import sys
 
 import pytest
 
-from conftest import needs_shared
 from digest.models import GAT, GCN, SAGE
-from test_launch import _run
+from helpers import cli, needs_shared, run_workers
 
 
 def test_the_default_is_the_models_on_non_negative_features_and_a_given_flag_wins():
@@ -24,7 +22,6 @@ def test_the_default_is_the_models_on_non_negative_features_and_a_given_flag_win
 def _first_steps(root, model, normalize):
     from digest.config import TrainConfig
     from digest.data.cache import prepare_partition
-    from distributed import run_workers
     part_dir = prepare_partition("Photo", 2, "metis", 0, root)
     flags = {} if normalize is None else {"normalize_features": normalize}
     cfg = TrainConfig.of(dataset="Photo", data_root=str(root), model=model, layers=3, hidden=256,
@@ -38,6 +35,7 @@ def _with_flag(cfg, rt, part):
     return [trainer.step(e) for e in range(cfg.optim.epochs)], trainer.features_normalized
 
 
+@pytest.mark.slow
 @needs_shared("Photo")
 def test_sage_at_the_defaults_does_not_blow_up_on_raw_photo(tmp_path):
     """The first step on Photo's raw rows (L1 norms near 259) sends SAGE's train loss from 2.1 to
@@ -52,15 +50,15 @@ def test_sage_at_the_defaults_does_not_blow_up_on_raw_photo(tmp_path):
     assert [r[1] for r in _first_steps(tmp_path, "gcn", None)] == [False, False]
 
 
+@pytest.mark.slow
 @needs_shared("Cora")
 @pytest.mark.parametrize("model,dataset,expected", [("sage", "Cora", True), ("gcn", "Cora", False),
                                                      ("sage", "synthetic:nodes=300", False)])
 def test_summary_says_whether_features_were_normalized(tmp_path, model, dataset, expected):
     out = tmp_path / "run"
-    proc = _run([sys.executable, "-m", "digest", "train", "--dataset", dataset, "--model", model,
-                 "--hidden", "16", "--epochs", "1", "--out", str(out), "--no-progress"],
-                tmp_path / "data")
-    assert proc.returncode == 0, proc.stderr[-2000:]
+    done = cli(["train", "--dataset", dataset, "--model", model, "--hidden", 16, "--epochs", 1,
+                "--out", out, "--no-progress"], tmp_path / "data", tmp_path)
+    assert done.rc == 0, done.stderr[-2000:]
     summary = json.loads((out / "summary.json").read_text())
     assert summary["features_normalized"] is expected
     assert summary["config"]["normalize_features"] is None  # unset: the default decided

@@ -26,7 +26,7 @@ from digest.config import TrainConfig, validate
 from digest.data.cache import load_part, prepare_partition
 from digest.data.synthetic import make_synthetic
 from digest.training.trainer import Trainer
-from distributed import run_workers
+from helpers import run_workers
 
 STEPS, L, M = 5, 3, 2
 BASE = TrainConfig.of(dataset="pipe-update", hidden=8, layers=L, dropout=0.0, epochs=STEPS,

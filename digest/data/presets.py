@@ -1,5 +1,5 @@
 """Named option sets of the synthetic generator (``synthetic:preset=NAME``), each with the
-statistics it is built to have, which ``tests/test_presets.py`` checks on generated graphs.
+statistics it is built to have, which ``tests/data/test_presets.py`` checks on generated graphs.
 
 The OGB-shaped presets are synthetic stand-ins: a graph of the same size and shape (nodes, edges,
 feature width, classes, edge homophily, split fractions) drawn by ``digest.data.synthetic``, never the

@@ -1,0 +1,116 @@
+"""The fault campaign's parts (experiments/fault_campaign.py, experiments/faults.py) on hand-made
+files and a bare interpreter; the campaign itself is a committed run (results/reliability.md), too
+long for the tests."""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import torch
+
+from digest.training import checkpoint
+from experiments import fault_campaign as fc
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _inject(fault: str | None, calls: str) -> subprocess.CompletedProcess:
+    env = {"PYTHONPATH": str(ROOT), **({"DIGEST_FAULT": fault} if fault else {})}
+    code = f"import time\nfrom experiments.faults import inject\n{calls}\nprint('survived')"
+    return subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
+                          timeout=60)
+
+
+def test_inject_kills_only_the_chosen_rank_once_a_checkpoint_is_committed(tmp_path):
+    committed = tmp_path / "config.json"
+    steps = "for e in range(6):\n    inject(e, 1)\n    time.sleep(0.05)"
+    # no checkpoint committed yet: the chosen rank trains on
+    assert _inject(f"1:2:0.5:{committed}", steps).stdout.strip() == "survived"
+    committed.write_text("{}")
+    assert _inject(f"0:2:0.5:{committed}", steps).stdout.strip() == "survived"  # another rank
+    assert _inject(f"1:9:0.5:{committed}", steps).stdout.strip() == "survived"  # a later step
+    assert _inject(None, steps).stdout.strip() == "survived"  # inert without DIGEST_FAULT
+    killed = _inject(f"1:2:0.5:{committed}", steps)
+    assert killed.returncode == -9 and killed.stdout == ""
+
+
+def _saved(path: Path) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    torch.save({"w": torch.arange(4096.0), "b": torch.zeros(3)}, path)
+    return path
+
+
+@pytest.mark.parametrize("how", ["corrupt", "truncated"])
+def test_damage_is_what_checkpoint_verify_refuses(tmp_path, how):
+    path = _saved(tmp_path / "rank0.pt")
+    checkpoint.verify(path)  # intact
+    fc.damage(path, how)
+    with pytest.raises(ValueError, match=f"is unreadable \\({how}"):
+        checkpoint.verify(path)
+    if how == "corrupt":  # the bytes changed, not the length: torch.load alone reads it
+        assert torch.load(path)["w"].numel() == 4096
+
+
+def _run(path: Path, rows: list[tuple], summary: dict | None = None) -> Path:
+    path.mkdir(parents=True)
+    lines = ["epoch,train_loss,train_acc,val_acc,test_acc,wall_time"]
+    lines += [",".join(map(str, r)) + f",{time.monotonic()}" for r in rows]
+    (path / "metrics.csv").write_text("\n".join(lines) + "\n")
+    if summary:
+        (path / "summary.json").write_text(json.dumps(summary))
+    return path
+
+
+def test_compare_synchronous_rows_must_be_identical_times_aside(tmp_path):
+    ref = _run(tmp_path / "ref", [(0, 1.2, 0.5, 0.4, 0.4), (1, 0.9, 0.6, 0.5, 0.5)])
+    same = _run(tmp_path / "same", [(0, 1.2, 0.5, 0.4, 0.4), (1, 0.9, 0.6, 0.5, 0.5)])
+    off = _run(tmp_path / "off", [(0, 1.2, 0.5, 0.4, 0.4), (1, 0.91, 0.6, 0.5, 0.5)])
+    short = _run(tmp_path / "short", [(0, 1.2, 0.5, 0.4, 0.4)])
+    assert fc.compare("exact", same, ref) == ""
+    assert fc.compare("exact", off, ref).startswith("epoch 1 differs")
+    assert fc.compare("exact", short, ref) == "1 rows, not 2"
+
+
+def test_compare_asynchronous_budget_and_tolerance(tmp_path):
+    def summary(test, versions=fc.WORKERS * fc.EPOCHS):
+        return {"epochs": fc.EPOCHS, "server_versions": versions, "best_val": 0.8,
+                "final": {"test_acc": test, "val_acc": 0.8}}
+    ref = _run(tmp_path / "ref", [], summary(0.80))
+    assert fc.compare("digest-async", _run(tmp_path / "near", [], summary(0.85)), ref) == ""
+    assert fc.compare("digest-async", _run(tmp_path / "far", [], summary(0.65)), ref) == \
+        f"test accuracy off by more than {fc.ACC_TOL}"
+    assert fc.compare("digest-async", _run(tmp_path / "short", [], summary(0.8, 79)), ref) == \
+        f"budget: {fc.EPOCHS} epochs, 79 gradients"
+
+
+GOOD = {"method": "exact", "trial": 0, "rank": 1, "epoch": 9, "verdict": "identical",
+        "killed_rc": 1, "killed_lines": 1, "names_rank": True, "checkpoint_epoch": 8,
+        "error": "error: lost worker rank 1 (killed by signal SIGKILL)", "result_left": False,
+        "damaged_refused": True, "resume_rc": 0, "survivors": 0, "namespaces_left": 0,
+        "temp_left": 0}
+
+
+@pytest.mark.parametrize("change", [{}, {"verdict": "epoch 3 differs"}, {"killed_lines": 2},
+                                    {"survivors": 1}, {"damaged_refused": False},
+                                    {"temp_left": 1}, {"result_left": True}])
+def test_a_trial_passes_only_when_every_check_does(change):
+    assert fc.passed({**GOOD, **change}) is (change == {})
+
+
+def test_report_counts_each_check_per_method_and_lists_failures():
+    missed = {**GOOD, "trial": 1, "killed_rc": 0, "killed_lines": 0, "error": "",
+              "names_rank": False, "verdict": "fault missed: the run ended first"}
+    for key in ("checkpoint_epoch", "damaged_refused", "resume_rc", "namespaces_left",
+                "temp_left"):
+        missed.pop(key)
+    text = fc.report([GOOD, missed, {**GOOD, "method": "digest"}], "python -m x", 60.0)
+    table = {line.split(" | ")[0]: line.split(" | ")[1:] for line in text.splitlines()
+             if line.startswith("| ") and "---" not in line}
+    assert table["| exact"][:3] == ["2", "1", "1"]  # trials, faults hit, one-line error
+    assert table["| exact"][-1] == "1 |" and table["| digest"][-1] == "1 |"
+    assert "2 of 3 trials passed every check." in text
+    assert "- exact trial 1 (rank 1, step 9): fault missed: the run ended first" in text

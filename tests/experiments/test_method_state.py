@@ -1,0 +1,51 @@
+"""experiments/method_state.py: each method's own metrics columns and peak memory, side by side.
+Hand-made run folders (test_experiments.write_run), exact expected values, no training."""
+from __future__ import annotations
+
+import json
+
+import pandas as pd
+
+from experiments import method_state, report, tables
+from experiments.load import load
+from helpers import write_run
+
+
+def add(d, columns: dict, peak=None):
+    """Give a written run extra metrics columns (one value per epoch) and a peak memory."""
+    m = pd.read_csv(d / "metrics.csv")
+    for c, v in columns.items():
+        m[c] = v
+    m.to_csv(d / "metrics.csv", index=False)
+    if peak is not None:
+        s = json.loads((d / "summary.json").read_text())
+        s["peak_mem_mb_max"] = peak
+        (d / "summary.json").write_text(json.dumps(s))
+
+
+def test_state_is_the_method_columns_mean_over_epochs_then_seeds(tmp_path):
+    root = tmp_path / "runs"
+    add(write_run(root, "exact", 2, 0, [.1] * 3, [.5, .6, .7]), {"peak_mem_mb": 9, "train_acc": .9},
+        peak=100)
+    add(write_run(root, "sancus", 2, 0, [.1] * 3, [.5, .6, .7]),
+        {"sent_fraction": [1, .5, .3], "staleness_repr": [0, 1, 2]}, peak=110)
+    add(write_run(root, "sancus", 2, 1, [.1] * 3, [.5, .6, .7]),
+        {"sent_fraction": [1, .5, .6], "staleness_repr": [0, 0, 0]}, peak=130)
+    # a running count is its last value; epochs without a value (a DIGEST sync's error) are skipped
+    add(write_run(root, "digest", 2, 0, [.1] * 3, [.5, .6, .7]),
+        {"store_syncs": [1, 1, 2], "stale_err_l1": [None, .4, None]})
+    assert method_state.state_columns(pd.read_csv(root / "toy" / "digest_w2_s0" / "metrics.csv")) \
+        == ["store_syncs", "stale_err_l1"]  # not bytes_*, *_w<k>, accuracies, times, memory
+    t = method_state.table(load(root)).set_index("method")
+    assert t.loc["exact", "state"] == "" and t.loc["exact", "peak_mem_mb"] == 100
+    # sent_fraction: seed 0 mean 0.6, seed 1 0.7 -> 0.65; staleness 1 and 0 -> 0.5
+    assert t.loc["sancus", "state"] == "sent_fraction 0.65; staleness_repr 0.5"
+    assert t.loc["sancus", "seeds"] == 2 and t.loc["sancus", "peak_mem_mb"] == 120
+    assert t.loc["digest", "state"] == "store_syncs total 2; stale_err_l1 0.4"
+    assert t.loc["digest", "peak_mem_mb"] != t.loc["digest", "peak_mem_mb"]  # none recorded: NaN
+    md = method_state.section(method_state.table(load(root)))
+    assert "| sancus | 2 | 2 | 120 | sent_fraction 0.65; staleness_repr 0.5 |" in md
+    assert "| exact | 2 | 1 | 100 | – |" in md and "| digest | 2 | 1 | n/a |" in md
+    built = tables.build(load(root))
+    assert "method_state" in built and "method state" in report.markdown(
+        load(root), built, None, 0.98, "x")

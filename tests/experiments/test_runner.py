@@ -1,0 +1,154 @@
+"""Suites and the runner (no training): experiments/config.py's expansion of a suite into runs,
+the config hash and argv, seeds, networks; experiments/runner.py's resume logic with the
+subprocess launch mocked (a complete run of the same config hash is skipped, another reruns)."""
+import json
+
+import pytest
+
+from experiments import runner
+from experiments.config import config_hash, expand, labels, load_suite, suite_from_dict, to_argv
+
+
+def test_a_suite_with_networks_runs_every_method_at_each():
+    suite = suite_from_dict({**SUITE, "seeds": [0], "networks": ["1gbit", "100mbit"]})
+    runs = expand(suite)
+    assert [r.name for r in runs] == ["exact@1gbit_w2_s0", "exact@100mbit_w2_s0",
+                                      "varco-fixed-8@1gbit_w2_s0", "varco-fixed-8@100mbit_w2_s0"]
+    assert runs[1].flags["emulate_network"] == "100mbit" and "--emulate-network" in runs[1].argv("d")
+    assert len(expand(load_suite("cluster"))) == 40 + 12 + 20  # second wave; 8 workers
+    with pytest.raises(ValueError, match="unknown key.s. network"):
+        suite_from_dict({**SUITE, "network": ["1gbit"]})
+
+
+def test_a_method_can_join_a_sweep_at_some_of_its_datasets_and_networks():
+    suite = suite_from_dict({**SUITE, "seeds": [0], "datasets": ["synthetic", "CS"],
+                             "networks": ["1gbit", "100mbit"], "methods": [
+                                 {"label": "exact", "method": "exact"},
+                                 {"label": "pipegcn", "method": "pipegcn", "datasets": ["CS"],
+                                  "networks": ["100mbit"]}]})
+    assert [(r.dataset, r.name) for r in expand(suite)] == [
+        ("synthetic", "exact@1gbit_w2_s0"), ("synthetic", "exact@100mbit_w2_s0"),
+        ("CS", "exact@1gbit_w2_s0"), ("CS", "exact@100mbit_w2_s0"), ("CS", "pipegcn@100mbit_w2_s0")]
+    assert labels(suite) == ["exact@1gbit", "exact@100mbit", "pipegcn@100mbit"]
+    for key, bad in [("datasets", ["Physics"]), ("networks", ["10mbit"])]:
+        with pytest.raises(ValueError, match=f"method pipegcn: {key} {bad[0]} not among the suite's"):
+            suite_from_dict({**SUITE, "networks": ["1gbit"], "methods": [
+                {"label": "pipegcn", "method": "pipegcn", key: bad}]})
+
+
+def test_a_method_can_come_back_at_more_workers_on_one_dataset():
+    suite = suite_from_dict({**SUITE, "seeds": [0], "datasets": ["synthetic", "CS"],
+                             "networks": ["1gbit", "100mbit"], "methods": [
+                                 {"label": "exact", "method": "exact"},
+                                 {"label": "exact", "method": "exact", "workers": [8],
+                                  "datasets": ["CS"], "networks": ["100mbit"]}]})
+    assert [(r.dataset, r.name) for r in expand(suite)][-3:] == [
+        ("CS", "exact@1gbit_w2_s0"), ("CS", "exact@100mbit_w2_s0"), ("CS", "exact@100mbit_w8_s0")]
+    assert labels(suite) == ["exact@1gbit", "exact@100mbit"]
+    with pytest.raises(ValueError, match="label exact names two different methods"):
+        suite_from_dict({**SUITE, "methods": [{"label": "exact", "method": "exact"},
+                                              {"label": "exact", "method": "partition"}]})
+    with pytest.raises(ValueError, match=r"run\(s\) listed twice: synthetic/exact_w2_s0"):
+        suite_from_dict({**SUITE, "methods": [{"label": "exact", "method": "exact"},
+                                              {"label": "exact", "method": "exact",
+                                               "seeds_by_workers": {2: [0]}}]})
+
+
+SUITE = {"name": "t", "datasets": ["synthetic"], "workers": [2], "seeds": [0, 1], "epochs": 3,
+         "model": {"hidden": 8}, "methods": [{"label": "exact", "method": "exact"},
+                                             {"label": "varco-fixed-8", "method": "varco",
+                                              "flags": {"comp_schedule": "fixed", "comp_ratio": 8}}]}
+
+
+def test_config_hash_argv_and_suites():
+    a, b = expand(suite_from_dict(SUITE))[2], expand(suite_from_dict({**SUITE, "epochs": 4}))[2]
+    assert a.label == "varco-fixed-8" and a.name == b.name and a.hash != b.hash
+    assert a.hash == config_hash(dict(reversed(list(a.flags.items()))))  # canonical: key order free
+    assert "--comp-ratio 8 --comp-schedule fixed" in " ".join(a.argv("d"))
+    assert to_argv({"batch_norm": False, "x": 1}) == ["--no-batch-norm", "--x", "1"]
+    with pytest.raises(ValueError):
+        suite_from_dict({**SUITE, "model": {"hiden": 8}})
+    for name in ("quick", "full"):
+        assert len(expand(load_suite(name))) > 10
+
+
+def test_seeds_per_method_then_per_worker_count_then_the_suites():
+    suite = suite_from_dict({**SUITE, "workers": [2, 4], "seeds": [0], "seeds_by_workers": {2: [5]},
+                             "methods": [{"label": "exact", "method": "exact",
+                                          "seeds_by_workers": {4: [0, 1, 2]}},
+                                         {"label": "digest", "method": "digest"}]})
+    assert [r.name for r in expand(suite)] == [
+        "exact_w2_s5", "exact_w4_s0", "exact_w4_s1", "exact_w4_s2", "digest_w2_s5", "digest_w4_s0"]
+    with pytest.raises(ValueError, match="method exact: unknown key.s. seed_by_workers"):
+        suite_from_dict({**SUITE, "methods": [{"label": "exact", "method": "exact",
+                                               "seed_by_workers": {4: [1]}}]})
+
+
+def fake_launcher(calls, fail=()):
+    def launch(run, directory):
+        calls.append(run.name)
+        if run.name in fail:
+            (directory / "log.txt").write_text("error: boom\n")
+            return 1
+        write = {"status": "complete", "best_val": 1.0}
+        (directory / "summary.json").write_text(json.dumps(write))
+        return 0
+    return launch
+
+
+def test_resume_skips_complete_same_hash_reruns_otherwise(tmp_path, monkeypatch, capsys):
+    monkeypatch.setattr(runner, "unavailable_datasets", lambda names: {})
+    suite, root, calls = suite_from_dict(SUITE), tmp_path / "runs", []
+    methods = {"exact"}  # varco "not registered": skipped with a note
+    counts = runner.run_suite(suite, root, methods, fake_launcher(calls))
+    assert calls == ["exact_w2_s0", "exact_w2_s1"] and counts["ran"] == 2
+    assert "skipping varco-fixed-8" in capsys.readouterr().out
+    calls.clear()
+    assert runner.run_suite(suite, root, methods, fake_launcher(calls))["skipped"] == 2 and calls == []
+    (root / "synthetic" / "exact_w2_s1" / "summary.json").unlink()  # incomplete: rerun
+    runner.run_suite(suite, root, methods, fake_launcher(calls))
+    assert calls == ["exact_w2_s1"]
+    calls.clear()  # a different config hash (epochs changed): both rerun, old results cleared
+    changed = suite_from_dict({**SUITE, "epochs": 5})
+    counts = runner.run_suite(changed, root, methods, fake_launcher(calls, fail={"exact_w2_s0"}))
+    assert calls == ["exact_w2_s0", "exact_w2_s1"] and counts["failed"] == ["exact_w2_s0"]
+    assert "FAILED synthetic exact_w2_s0: error: boom" in capsys.readouterr().out
+    record = json.loads((root / "synthetic" / "exact_w2_s0" / "run.json").read_text())
+    assert record["status"] == "failed" and record["hash"] == expand(changed)[0].hash
+    assert not (root / "synthetic" / "exact_w2_s0" / "summary.json").exists()
+
+
+def test_seeds_run_a_suite_in_parts_and_unknown_seeds_are_refused(tmp_path, monkeypatch):
+    monkeypatch.setattr(runner, "unavailable_datasets", lambda names: {})
+    suite, root, calls = suite_from_dict(SUITE), tmp_path / "runs", []
+    runner.run_suite(suite, root, {"exact"}, fake_launcher(calls), seeds={1})
+    assert calls == ["exact_w2_s1"]
+    assert json.loads((root / "plan_t.json").read_text())["seeds"] == [1]
+    counts = runner.run_suite(suite, root, {"exact"}, fake_launcher(calls))  # the rest, later
+    assert calls == ["exact_w2_s1", "exact_w2_s0"] and counts["skipped"] == 1
+    assert runner.parse_seeds(None, suite) is None and runner.parse_seeds("1,0", suite) == {0, 1}
+    with pytest.raises(ValueError, match="runs seeds 0, 1; --seeds 0,5 names others"):
+        runner.parse_seeds("0,5", suite)
+    with pytest.raises(ValueError, match="comma-separated integers"):
+        runner.parse_seeds("one", suite)
+
+
+@pytest.mark.slow
+def test_the_runners_skip_by_hash_is_unchanged_by_the_clis_refusal(tmp_path, monkeypatch):
+    """`train --out DIR` refuses a complete run of another configuration there
+    (tests/cli/test_cli.py), but the runner clears the folder of a run whose config hash changed
+    before it starts it: with the real launcher (`python -m digest train` in a new interpreter),
+    a complete run of the same hash is skipped, a changed one reruns into the same folder."""
+    monkeypatch.setattr(runner, "unavailable_datasets", lambda names: {})
+    monkeypatch.setenv("DIGEST_DATA", str(tmp_path / "data"))
+    base = {"name": "t", "datasets": ["synthetic:nodes=200"], "workers": [1], "seeds": [0],
+            "epochs": 2, "model": {"hidden": 8}, "methods": [{"label": "exact", "method": "exact"}]}
+    root = tmp_path / "runs"
+    assert runner.run_suite(suite_from_dict(base), root, {"exact"})["ran"] == 1
+    assert runner.run_suite(suite_from_dict(base), root, {"exact"})["skipped"] == 1
+    changed = suite_from_dict({**base, "epochs": 3})
+    counts = runner.run_suite(changed, root, {"exact"})
+    assert counts["ran"] == 1 and counts["failed"] == [], counts
+    folder = expand(changed)[0].directory(root)
+    assert json.loads((folder / "summary.json").read_text())["epochs"] == 3
+    assert json.loads((folder / "run.json").read_text())["hash"] == expand(changed)[0].hash
