@@ -16,6 +16,7 @@ import torch
 
 from digest.asynchronous.server import ParameterServer, ServerProcess
 from experiments.watch import alive as _alive
+from helpers import ROOT
 
 
 def test_server_counts_version_lag_and_serves_only_newer_blocks():
