@@ -73,7 +73,7 @@ def small_graph(seed: int, nodes: int = 300, classes: int = 4, avg_degree: float
                           features=features, seed=seed)
 
 
-# -- workers -----------------------------------------------------------------------------------------
+# -- workers ---------------------------------------------------------------------------------------
 def _body(fn, cfg_dict, part_dir, extra):
     from digest.cli import import_methods
     from digest.config import TrainConfig
@@ -179,7 +179,8 @@ def fit_async_counted(cfg, rt, part, out_dir: str) -> dict:
             "params": sum(p.numel() for p in trainer.model.parameters()),
             "sent": sum(i.numel() for p, i in enumerate(part.send_idx) if p != part.rank),
             "recv": list(part.recv_counts), "input": part.halo_input_bytes(),
-            "input_messages": sum(1 for p, c in enumerate(part.recv_counts) if p != part.rank and c)}
+            "input_messages": sum(1 for p, c in enumerate(part.recv_counts)
+                                  if p != part.rank and c)}
 
 
 def async_bytes_by_hand(worker: dict, width: int) -> list[dict]:
@@ -229,13 +230,13 @@ HOOK = f"{TESTS / 'faults.py'}:inject"  # the trainer's epoch hook that injects 
 
 
 def cli(args, data_root, cwd, env: dict | None = None, timeout: float = 240,
-        interrupt_after: float | None = None, interrupt_when: Path | None = None,
-        program: list | None = None):
+        interrupt_when: Path | None = None, program: list | None = None):
     """``python -m digest *args`` as a user runs it (experiments/watch.py: a new interpreter in a
     session of its own, every process it starts watched; past ``timeout`` its process group and
     every process it started are SIGKILLed and TimeoutError raised). ``env`` adds variables (the
-    fault-injection hooks of tests/faults.py); ``interrupt_after`` / ``interrupt_when``: Ctrl-C
-    then; ``program``: another command than ``python -m digest`` (torchrun, run_all.sh)."""
+    fault-injection hooks of tests/faults.py); ``interrupt_when``: Ctrl-C once that file exists
+    (an event, never a fixed delay); ``program``: another command than ``python -m digest``
+    (torchrun, run_all.sh)."""
     from experiments.watch import run
     full = {k: v for k, v in os.environ.items() if k not in FAULTS and k != "DIGEST_DEBUG"}
     full.update(DIGEST_DATA=str(data_root), PYTHONPATH=str(ROOT), **(env or {}))
@@ -244,7 +245,7 @@ def cli(args, data_root, cwd, env: dict | None = None, timeout: float = 240,
     # the one warning pytest.ini also ignores (torch's, from digest/models/sparse.py's CSR tensors)
     full["PYTHONWARNINGS"] = "ignore:Sparse invariant checks are implicitly disabled:UserWarning"
     argv = program if program is not None else [sys.executable, "-m", "digest"]
-    return run([*argv, *args], cwd, full, timeout, interrupt_after, interrupt_when)
+    return run([*argv, *args], cwd, full, timeout, None, interrupt_when)
 
 
 def here(args, capsys) -> tuple[int, list[str]]:

@@ -1,6 +1,7 @@
-"""DIGEST-A (digest/asynchronous/) in real worker processes over torch.distributed.rpc: M = 1 is
-synchronous DIGEST; every applied step's bytes are the hand-derived count; and, slow tier, long
-runs with a 10x slower worker, against synchronous DIGEST, and with a rank dying. (Its rows per
+"""DIGEST-A (digest/asynchronous/) in real worker processes over torch.distributed.rpc: every
+applied step's bytes are the hand-derived count; and, slow tier, long runs with a 10x slower
+worker, against synchronous DIGEST, and with a rank dying. (M = 1 is synchronous DIGEST:
+tests/training/test_resume.py, on the runs it resumes.) (Its rows per
 server epoch: tests/training/test_records.py; the worker's store alone: test_async_store.py.)"""
 from __future__ import annotations
 
@@ -23,29 +24,6 @@ CHANCE = 1 / 8  # make_synthetic's default 8 classes
 # -- real worker processes -------------------------------------------------------------------------
 def _graph():
     return make_synthetic(nodes=400, seed=1)  # its defaults: 8 classes
-
-
-def losses_of(cfg, rt, part, method):
-    trainer = (AsyncTrainer if method == "digest-async" else Trainer)(cfg, rt, part)
-    if method == "digest-async":  # the async loop, then read its losses back from its rows
-        import tempfile
-        from pathlib import Path
-        with tempfile.TemporaryDirectory() as d:
-            trainer.fit(Path(d), {})
-            return [r["train_loss"] for r in trainer.rows], trainer.evaluate()
-    losses = [trainer.step(e) for e in range(cfg.optim.epochs)]
-    return losses, trainer.evaluate()
-
-
-def test_one_worker_async_is_synchronous_digest(tmp_path):
-    part_dir = prepare_partition("asy1", 1, "metis", 0, tmp_path, graph=_graph())
-    out = {}
-    for method in ("digest", "digest-async"):
-        cfg = TrainConfig.of(dataset="asy1", method=method, hidden=8, epochs=6, sync_interval=2,
-                          progress=False, timeout=60)
-        out[method] = run_workers(losses_of, cfg, part_dir, 1, method=method)[0]
-    assert out["digest-async"][0] == pytest.approx(out["digest"][0], rel=1e-6)
-    assert out["digest-async"][1] == out["digest"][1]
 
 
 def fit_async(cfg, rt, part, out_dir):

@@ -3,6 +3,7 @@ can be made here, and ``clean``, which follows this test's own emulated runs and
 nothing of them is left (never another run's: other emulated runs may share the host)."""
 from __future__ import annotations
 
+import functools
 import json
 import os
 import shutil
@@ -17,7 +18,9 @@ import pytest
 from digest.runtime import netns
 
 
-def _why_not() -> str | None:
+@functools.cache
+def why_not() -> str | None:
+    """Why emulated runs cannot be made here (None: they can); probed once, when first asked."""
     if shutil.which("ip") is None or shutil.which("tc") is None:
         return "iproute2 (ip, tc) is not installed"
     if os.geteuid() != 0:
@@ -28,8 +31,6 @@ def _why_not() -> str | None:
     subprocess.run(["ip", "netns", "del", probe], capture_output=True)
     return None
 
-
-WHY_NOT = _why_not()
 
 
 
@@ -90,8 +91,8 @@ def clean():
     """This test's emulated runs (OwnRuns); afterwards nothing of them is left, once the watchdog
     of a killed run has had its chance (waited for, up to 30 s). Skips, with the reason, where
     network namespaces are not available."""
-    if WHY_NOT is not None:
-        pytest.skip(WHY_NOT)
+    if why_not() is not None:
+        pytest.skip(why_not())
     runs = OwnRuns()
     yield runs
     runs.stop()

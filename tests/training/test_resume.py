@@ -124,17 +124,45 @@ def test_resumed_run_continues_identically(synchronous, name):
         assert len({r["quant_bits_l1"] for r in direct}) > 1
 
 
+@pytest.fixture(scope="module")
+def one_worker(tmp_path_factory):
+    """``runs(name)``: the three one-worker runs of ``ASYNCHRONOUS[name]`` (a launch each), made
+    once per module: (their folder, the resumed run's epochs, the partition folder)."""
+    from digest.data.cache import prepare_partition
+    made = {}
+
+    def runs(name):
+        if name not in made:
+            tmp = tmp_path_factory.mktemp(name)
+            part_dir = prepare_partition("resume1", 1, "metis", 0, tmp, graph=small_graph(seed=6))
+            cfg = BASE.replace(dataset="resume1", **ASYNCHRONOUS[name])
+            saving, cut = cfg.replace(checkpoint_every=EVERY), str(tmp / "cut")
+            for run_cfg, out, stop in [(cfg, tmp / "direct", -1), (saving, cut, STOP),
+                                       (saving.replace(resume=cut), cut, -1)]:
+                ran = run_workers(_fit, run_cfg, part_dir, 1, out=str(out), stop=stop)[0]
+            made[name] = tmp, ran, part_dir
+        return made[name]
+    return runs
+
+
 @pytest.mark.parametrize("name", [pytest.param(n, marks=pytest.mark.slow) if n in SLOW else n
                                   for n in sorted(ASYNCHRONOUS)])
-def test_one_worker_digest_a_resumes_identically(name, tmp_path):
-    from digest.data.cache import prepare_partition
-    part_dir = prepare_partition("resume1", 1, "metis", 0, tmp_path, graph=small_graph(seed=6))
-    cfg = BASE.replace(dataset="resume1", **ASYNCHRONOUS[name])
-    saving = cfg.replace(checkpoint_every=EVERY)
-    cut = str(tmp_path / "cut")
-    for run_cfg, out, stop in [(cfg, tmp_path / "direct", -1), (saving, cut, STOP),
-                               (saving.replace(resume=cut), cut, -1)]:
-        ran = run_workers(_fit, run_cfg, part_dir, 1, out=str(out), stop=stop)[0]
+def test_one_worker_digest_a_resumes_identically(name, one_worker):
+    tmp, ran, _ = one_worker(name)
     assert ran == list(range(STOP, EPOCHS))  # the resumed run's steps
-    direct, resumed = (reproducible(tmp_path / k / "metrics.csv") for k in ("direct", "cut"))
+    direct, resumed = (reproducible(tmp / k / "metrics.csv") for k in ("direct", "cut"))
     assert len(direct) == EPOCHS and resumed == direct
+
+
+def test_one_worker_digest_a_is_synchronous_digest(one_worker):
+    """With M = 1, DIGEST-A is step for step synchronous DIGEST (the same I, seed and dropout
+    masks): its uninterrupted run above has DIGEST's per-epoch losses and accuracies (DIGEST-A's
+    evaluated on the server's snapshot of each epoch)."""
+    tmp, _, part_dir = one_worker("digest-async")
+    cfg = BASE.replace(dataset="resume1", **{**ASYNCHRONOUS["digest-async"], "method": "digest"})
+    run_workers(_fit, cfg, part_dir, 1, out=str(tmp / "sync"), stop=-1)
+    sync, asyn = (rows(tmp / k / "metrics.csv") for k in ("sync", "direct"))
+    assert [float(r["train_loss"]) for r in asyn] == \
+        pytest.approx([float(r["train_loss"]) for r in sync], rel=1e-6)
+    accuracies = ("train_acc", "val_acc", "test_acc")
+    assert [[r[k] for k in accuracies] for r in asyn] == [[r[k] for k in accuracies] for r in sync]
