@@ -1,4 +1,4 @@
-"""The generated parts of the results pages, from the committed run files and tables (issue 35):
+"""The generated parts of the results pages, from the committed run files and tables:
 
     python -m experiments.pages                  # every committed suite, the headline, quick
     python -m experiments.pages --suite wave2    # that suite's, the headline, quick

@@ -1,4 +1,4 @@
-"""experiments/pages.py, runlog.py, headline.py (issue 35): RUNLOG.md and the pages' generated
+"""experiments/pages.py, runlog.py, headline.py: RUNLOG.md and the pages' generated
 blocks come from the committed run files and tables, byte for byte the same from the same files
 (whatever the time zone), a changed block or run log is a difference, and a page whose markers do
 not pair up is refused in one line. Tiny hand-made run folders and tables in tmp, no training."""

@@ -1,4 +1,4 @@
-"""The dropout noise floor of the drift criteria (issue 36; docs/methods.md sections 8.3 and 8.5):
+"""The dropout noise floor of the drift criteria :
 SANCUS's skip test and digest-vanishing's drift schedule compare training-mode rows, which dropout
 masks alone set apart. Every run trains at lr 1e-7, so the parameters barely move and the drift
 between two steps is the masks' doing: at dropout 0.5 a threshold under the measured floor re-sends

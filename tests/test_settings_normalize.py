@@ -1,4 +1,4 @@
-"""Input-feature normalisation by default (issue 36): ``--normalize-features`` unset row-normalises
+"""Input-feature normalisation by default: ``--normalize-features`` unset row-normalises
 non-negative (bag-of-words) features for SAGE and GAT, never for GCN or for signed features, and
 summary.json says what was done (``features_normalized``)."""
 from __future__ import annotations

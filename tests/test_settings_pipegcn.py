@@ -1,5 +1,5 @@
 """PipeGCN's update rule (docs/methods.md 8.1), checked against an independent single-process
-computation (issue 36): 2 real gloo workers train a 3-layer GCN for a few steps; this process
+computation: 2 real gloo workers train a 3-layer GCN for a few steps; this process
 rebuilds the whole graph from their part files and, for the parameters the workers held before
 each step, computes the gradient that PipeGCN's rule prescribes:
 

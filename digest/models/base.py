@@ -68,7 +68,7 @@ class GNN(nn.Module):
 
     sparse_input = False  # True: the first layer takes sparse features as they are
     # --normalize-features unset: row-normalise non-negative (bag-of-words) input features?
-    # (issue 36: measured first Adam steps at lr 0.01, 3 x 256, one worker: SAGE's train loss
+    # (docs/deviations.md; measured first Adam steps at lr 0.01, 3 x 256, one worker: SAGE's train loss
     # jumps on every raw bag-of-words graph here, 2.14 -> 34.2 on Photo, 2.70 -> 6.46 on CS,
     # 1.62 -> 5.59 on Physics; GCN's falls on CS and Physics and jumps on Photo, 2.13 -> 10.7,
     # then recovers; GAT's rises by 8-16% on CS and Photo. The committed suites normalise for SAGE

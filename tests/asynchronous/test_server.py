@@ -48,7 +48,7 @@ def test_server_counts_version_lag_and_serves_only_newer_blocks():
     assert srv.pull_rows(1, known=[1, 0]) == [None, None]  # nothing newer than what it holds
     assert srv.pull_rows(0, known=[0, 0]) == [None, None]
     # the same tag pushed again (DIGEST-A's seed and its push after step 0 both carry tag 0:
-    # issue 16 item 2) is still a newer block
+    # see docs/digest-a.md) is still a newer block
     srv.push_rows(0, 5, torch.ones(2, 4), [0, 2])
     got = srv.pull_rows(1, known=[1, 0])
     assert got[0][1:] == (5, 2) and torch.equal(got[0][0], torch.ones(2, 4))

@@ -1,4 +1,4 @@
-"""Bad input through ``python -m digest`` (issue 8): one line on stderr, exit status 2 (usage) or 1
+"""Bad input through ``python -m digest``: one line on stderr, exit status 2 (usage) or 1
 (data / runtime), no traceback, nothing half-written: every case through ``digest.cli.main`` in
 this process, and three through the real entry point in a new interpreter (slow tier). A second
 command never loses what a first one wrote; --resume through the command line. (Every method
@@ -190,7 +190,7 @@ def test_self_loops_duplicates_and_one_way_edges_are_normalised(tmp_path):
     assert summary["epochs"] == 3 and np.isfinite(summary["final"]["train_loss"])
 
 
-# -- a second command never loses what the first one wrote (issue 40 item 6) -----------------------
+# -- a second command never loses what the first one wrote -----------------------
 def _snapshot(directory) -> dict:
     return {p: open(p, "rb").read() for p in files_under(directory)}
 

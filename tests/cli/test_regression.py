@@ -1,6 +1,6 @@
 """Behaviour pinned across refactors: the same short command for every method gives the committed
 per-epoch losses and bytes. ``tests/cli/regression.json`` was written by this file's
-``python tests/cli/test_regression.py --write`` on main before the restructure of issue 15 (commit
+``python tests/cli/test_regression.py --write`` on main before an earlier restructure (commit
 4dd74b8); a change that alters any method's arithmetic or byte count fails here and has to say so
 by re-writing the file in a commit of its own. Bytes and message counts must match exactly; losses
 within a relative 1e-5 (float32 sums differ in the last bit between CPUs, as a CI machine showed:

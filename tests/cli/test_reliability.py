@@ -1,4 +1,4 @@
-"""Reliability through the command line a user types (issue 8): a lost worker fails the run fast
+"""Reliability through the command line a user types: a lost worker fails the run fast
 with one line and leaves no process behind; a killed run leaves no result (only progress.csv and
 its checkpoint) and ``--resume`` continues it to the same per-epoch losses and accuracies as an
 uninterrupted run; the same command twice gives the same metrics (train loss, accuracies).

@@ -265,7 +265,7 @@ def test_validate_rejects_bad_graphs():
 
 
 def test_normalize_rows_is_pygs_normalize_features_on_non_negative_features():
-    """--normalize-features (issue 16 item 10): each row / max(1, its L1 norm); on non-negative
+    """--normalize-features: each row / max(1, its L1 norm); on non-negative
     features exactly PyG's NormalizeFeatures; dense and sparse COO alike."""
     from torch_geometric.data import Data
     from torch_geometric.transforms import NormalizeFeatures

@@ -1,4 +1,4 @@
-"""experiments/recompute.py (issue 16 item 7): a suite's tables are recomputed from its committed
+"""experiments/recompute.py: a suite's tables are recomputed from its committed
 run files (summary.json, metrics.csv, run.json) and any difference with the committed tables is
 one line and exit status 1: on a tiny fake suite in tmp (three runs, no training), and on every
 committed suite of the repository (tables only; plots are not compared). ``./run_all.sh`` refuses

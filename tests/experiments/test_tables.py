@@ -161,7 +161,7 @@ def test_modeled_columns_are_separate_and_labelled(runs):
 
 def test_plots_write_six_pngs(runs, tmp_path):
     assert plots.main(["--runs", str(runs), "--out", str(tmp_path / "p"), "--network", "10gbit,5us"]) == 0
-    assert len(list((tmp_path / "p").glob("toy_*.png"))) == 6  # + _pareto.png (issue 20)
+    assert len(list((tmp_path / "p").glob("toy_*.png"))) == 6  # + _pareto.png
 
 
 def test_stale_error_plot_only_for_methods_that_record_it(runs, tmp_path):

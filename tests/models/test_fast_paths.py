@@ -1,4 +1,4 @@
-"""The hot-path implementations (issue 7) compute what the plain formulations compute: sparse input
+"""The hot-path implementations compute what the plain formulations compute: sparse input
 features (CSR + precomputed transpose), the sparse product with a precomputed transpose, the
 integer-mask dropout, and the product of the inner and halo blocks without concatenation."""
 from __future__ import annotations

@@ -113,7 +113,7 @@ def fill_modes(cfg, rt, part):
 
 def test_the_store_fill_runs_as_the_pushes_do(tmp_path):
     """The rows that fill the store before step 0 come from a training-mode forward (dropout, batch
-    statistics) like every later push, not from an eval-mode one (issue 16, defect 3)."""
+    statistics) like every later push, not from an eval-mode one ."""
     part_dir = prepare_partition("store", 2, "metis", 0, tmp_path, graph=_graph())
     cfg = TrainConfig.of(dataset="store", method="digest", hidden=8, dropout=0.5, batch_norm=True)
     for modes, after in run_workers(fill_modes, cfg, part_dir, 2):

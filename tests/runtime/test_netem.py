@@ -1,4 +1,4 @@
-"""The emulated cluster (``--emulate-network``, digest/runtime/netem.py; issue 18): every worker in a
+"""The emulated cluster (``--emulate-network``, digest/runtime/netem.py): every worker in a
 network namespace of its own behind a shaped link (both ends shaped to the bandwidth asked for),
 for every method; nothing of a run is left behind, however it ends. (How well the emulated times
 match bytes / bandwidth is a measurement: the cluster suite's cluster_model table.)

@@ -1,4 +1,4 @@
-"""Faults on the emulated wire (issue 21; digest/runtime/netem.py): a worker's link taken down for
+"""Faults on the emulated wire : a worker's link taken down for
 good ends the run with one line naming it; one back within the timeout lets the run go on. In
 network namespaces, from scratch (slow tier); skipped where namespaces are not available."""
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""A single-node run listens on loopback only (issue 21): torch.distributed has no authentication,
+"""A single-node run listens on loopback only: torch.distributed has no authentication,
 so a port open on every interface lets anyone who finds it write into the run's store."""
 from __future__ import annotations
 

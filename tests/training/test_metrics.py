@@ -30,7 +30,7 @@ def test_peak_memory_counts_this_program_not_the_parent_that_started_it():
 
 def test_git_commit_is_dirty_for_code_changes_not_for_committed_results(tmp_path):
     """Rerunning a committed suite run rewrites its tracked summary.json: that must not mark the
-    code as uncommitted (issue 16 item 7); a change to a tracked source file must."""
+    code as uncommitted; a change to a tracked source file must."""
     from digest.training.metrics import git_commit
     git = ["git", "-c", "user.name=t", "-c", "user.email=t@t", "-c", "commit.gpgsign=false"]
     for f in ("digest/x.py", "results/runs/a/summary.json", "plots/p.png", "results/tables.md"):
