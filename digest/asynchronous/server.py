@@ -226,7 +226,7 @@ class ServerProcess:
         self.on_early_exit = on_early_exit or _end_run
 
     def start(self, host: str, port: int) -> None:
-        root = str(Path(__file__).resolve().parents[1])  # the directory holding digest/
+        root = str(Path(__file__).resolve().parents[2])  # the directory holding digest/
         path = os.pathsep.join(p for p in (root, os.environ.get("PYTHONPATH")) if p)
         # c10d's own log lines carry C++ stacks; the server's error is the one line serve() prints
         env = {**os.environ, "PYTHONPATH": path, "OMP_NUM_THREADS": "1",

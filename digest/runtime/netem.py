@@ -170,11 +170,12 @@ class EmulatedCluster:
         self.record_path.write_text(json.dumps({
             "run": self.run, "owner": os.getpid(), "owner_start": netns.start_time(os.getpid()),
             "namespaces": self.namespaces, "cgroups": self.quota.paths}))
-        root = str(Path(__file__).resolve().parents[1])
+        root = str(Path(__file__).resolve().parents[2])  # the directory holding digest/
         self.watchdog = subprocess.Popen(
             [sys.executable, "-c", "from digest.runtime.netns import watch_main; watch_main()",
              str(self.record_path)], stdin=subprocess.PIPE, start_new_session=True,
-            env={**os.environ, "PYTHONPATH": root}, stdout=subprocess.DEVNULL)
+            env={**os.environ, "PYTHONPATH": os.pathsep.join(
+                 p for p in (root, os.environ.get("PYTHONPATH")) if p)}, stdout=subprocess.DEVNULL)
         try:
             self.quota.__enter__()
             base = Path("/etc/hosts").read_text() if Path("/etc/hosts").exists() else ""
