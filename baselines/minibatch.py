@@ -45,7 +45,7 @@ feature gathering), ``mb_compute_time`` (forward, backward, optimiser), ``allred
 (waiting in the gradient all-reduce; also in ``comm_time``), ``features_replicated``,
 ``replica_mb``.
 
-Equivalence (tests/test_minibatch.py): fan-out -1, one chunk per worker holding all its seeds
+Equivalence (tests/baselines/test_minibatch.py): fan-out -1, one chunk per worker holding all its seeds
 (S = 1), dropout 0 -> one epoch is one exact full-graph step at the same M (same losses and
 parameters up to round-off).
 """

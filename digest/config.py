@@ -166,6 +166,7 @@ def validate(cfg: TrainConfig) -> None:
         (cfg.model.hidden >= 1, "--hidden must be >= 1"),
         (0 <= cfg.model.dropout < 1, "--dropout must be in [0, 1)"),
         (cfg.optim.lr > 0, "--lr must be > 0"),
+        (cfg.optim.weight_decay >= 0, "--weight-decay must be >= 0"),
         (cfg.optim.epochs >= 1, "--epochs must be >= 1"),
         (cfg.optim.eval_every >= 1, "--eval-every must be >= 1"),
         (cfg.runtime.timeout > 0, "--timeout must be > 0"),

@@ -15,7 +15,7 @@ def _met(value, target) -> str:
 
 
 def render(doc: dict) -> str:
-    L = ["# Performance (issue 7)", ""]
+    L = ["# Performance", ""]
     r = doc.get("ratios")
     if r:
         m = r["machine"]["machine"]

@@ -60,7 +60,25 @@ def read_json(path: Path) -> dict | None:
 def is_complete(run: Run, directory: Path) -> bool:
     summary, record = read_json(directory / "summary.json"), read_json(directory / "run.json")
     return bool(summary and summary.get("status") == "complete" and record
-                and record.get("hash") == run.hash)
+                and record.get("hash") == run.hash and not graph_changed(run, summary))
+
+
+def graph_changed(run: Run, summary: dict) -> str:
+    """What differs between the generator options a synthetic run recorded (summary.json's
+    dataset.meta.options) and those its spec resolves to now, e.g. ``signal 0.1 -> 0.035``; ""
+    when nothing does or the dataset is not synthetic. The config hash is of the flags, so a
+    recalibrated preset (digest/data/presets.py) leaves the spec, and the hash, as they were: this
+    is what makes such a run stale."""
+    from digest.data.registry import parse_spec
+    try:
+        info, now = parse_spec(run.flags.get("dataset", "synthetic"))
+    except ValueError:
+        return ""
+    recorded = ((summary.get("dataset") or {}).get("meta") or {}).get("options") or {}
+    if info.kind != "synthetic" or not recorded:
+        return ""
+    return ", ".join(f"{k} {recorded[k]} -> {v}" for k, v in sorted(now.items())
+                     if k in recorded and recorded[k] != v)
 
 
 def launch(run: Run, directory: Path, python: str = sys.executable) -> int:
@@ -160,6 +178,9 @@ def run_suite(suite, root: Path, methods: set[str] | None = None, launcher=launc
         for run in runs:
             directory = run.directory(root)
             bar.set_postfix_str(f"{run.dataset} {run.name}")
+            changed = graph_changed(run, read_json(directory / "summary.json") or {})
+            if changed:
+                tqdm.write(f"rerun {run.dataset} {run.name}: its graph changed since ({changed})")
             if is_complete(run, directory):
                 counts["skipped"] += 1
             elif execute(run, directory, launcher):

@@ -112,7 +112,7 @@ LOSS_TOL = 0.12
 
 @pytest.mark.slow
 def test_async_tracks_synchronous_digest_and_needs_its_pulls(tmp_path):
-    """Issue 16 item 6: accuracy above chance does not show that DIGEST-A uses its pulled halos
+    """Accuracy above chance does not show that DIGEST-A uses its pulled halos
     (the mutant that ignores them reaches the same accuracies on this graph); its loss does."""
     import pandas as pd
     graph = make_synthetic(nodes=400, seed=1)

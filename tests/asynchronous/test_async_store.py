@@ -48,8 +48,8 @@ def _inner(rank, step, layer, n, width):
 def test_worker_pull_refreshes_the_store_with_interval_one(tmp_path, monkeypatch):
     """Two DIGEST-A workers, simulated in one process on one ParameterServer, --sync-interval 1:
     after the start-up seed, each step's push must reach the other worker at its next pull, and
-    the pulled rows must become exactly the halo rows the next step reads (per layer). Issue 16
-    item 2: the push after step 0 carried the seed's tag 0 and the server served only tags > 0,
+    the pulled rows must become exactly the halo rows the next step reads (per layer). The bug this
+    guards against: the push after step 0 carried the seed's tag 0 and the server served only tags > 0,
     so that refresh was never pulled (worker 1 kept the fill's rows); a worker that ignored its
     pulls would fail the same checks."""
     import digest.policies.store

@@ -8,6 +8,7 @@ import dataclasses
 
 import pytest
 
+from digest.config import SECTIONS
 from digest.methods import methods_with_option, option_groups
 from helpers import files_under, here
 
@@ -88,6 +89,60 @@ def test_a_bad_method_option_is_one_line_and_exit_2(flag, value, said, tmp_path,
     monkeypatch.chdir(tmp_path)
     args = ["train", "--method", method, "--dataset", "synthetic:nodes=200", "--workers", 2,
             "--out", tmp_path / "run", flag, *([] if value is None else [value])]
+    rc, err = here(args, capsys)
+    assert rc == 2 and len(err) == 1, (rc, err)
+    assert err[0].startswith("error: ") and said in err[0], err
+    assert files_under(tmp_path) == []
+
+
+# The options every method has (digest/config.py's sections), each bad value refused the same way.
+# Free-form ones have no bad value of their own: --dataset's and --resume's are in
+# tests/cli/test_cli.py (BAD_INPUT), --emulate-network's and --emulate-latency's in
+# tests/runtime/test_netem.py; --out, --data-root and --profile name folders to write.
+GENERAL = [
+    ("--sparse", "some", "argument --sparse: invalid choice: 'some'"),
+    ("--partitioner", "kahip", "argument --partitioner: invalid choice: 'kahip'"),
+    ("--normalize-features=yes", None, "argument --normalize-features/--no-normalize-features: "
+                                       "ignored explicit argument 'yes'"),
+    ("--model", "gin", "argument --model: invalid choice: 'gin'"),
+    ("--layers", "0", "--layers must be >= 1"),
+    ("--hidden", "0", "--hidden must be >= 1"),
+    ("--dropout", "1", "--dropout must be in [0, 1)"),
+    ("--batch-norm=1", None, "argument --batch-norm/--no-batch-norm: ignored explicit argument"),
+    ("--lr", "nan", "--lr must be > 0"),
+    ("--weight-decay", "-0.1", "--weight-decay must be >= 0"),
+    ("--weight-decay", "nan", "--weight-decay must be >= 0"),
+    ("--epochs", "0", "--epochs must be >= 1"),
+    ("--eval-every", "0", "--eval-every must be >= 1"),
+    ("--workers", "0", "--workers must be"),
+    ("--slow-workers", "1:0.5", "--slow-workers"),
+    ("--slow-workers", "5:2", "--slow-workers"),  # rank 5 of a world of 2
+    ("--timeout", "0", "--timeout must be > 0"),
+    ("--checkpoint-every", "-1", "--checkpoint-every must be >= 0"),
+    ("--overwrite=1", None, "argument --overwrite/--no-overwrite: ignored explicit argument"),
+    ("--device", "tpu", "argument --device: invalid choice: 'tpu'"),
+    ("--progress=1", None, "argument --progress/--no-progress: ignored explicit argument"),
+    ("--pin-workers", "always", "argument --pin-workers: invalid choice: 'always'"),
+    ("--cpu-quota", "half", "argument --cpu-quota: invalid choice: 'half'"),
+]
+FREE_FORM = {"--dataset", "--data-root", "--out", "--resume", "--profile", "--emulate-network",
+             "--emulate-latency", "--method"}
+
+
+def test_every_general_option_has_a_bad_value():
+    options = {_flag(f.name) for section in SECTIONS.values() for f in dataclasses.fields(section)}
+    covered = {flag.split("=")[0] for flag, _, _ in GENERAL}
+    assert options - covered - FREE_FORM == set(), "general options without a bad-value case"
+    assert covered - options == set()
+
+
+@pytest.mark.parametrize("flag,value,said", GENERAL, ids=[f"{f}={v}" for f, v, _ in GENERAL])
+def test_a_bad_general_option_is_one_line_and_exit_2(flag, value, said, tmp_path, capsys,
+                                                     monkeypatch):
+    monkeypatch.setenv("DIGEST_DATA", str(tmp_path / "data"))
+    monkeypatch.chdir(tmp_path)
+    args = ["train", "--dataset", "synthetic:nodes=200", "--workers", 2, "--out", tmp_path / "run",
+            flag, *([] if value is None else [value])]
     rc, err = here(args, capsys)
     assert rc == 2 and len(err) == 1, (rc, err)
     assert err[0].startswith("error: ") and said in err[0], err

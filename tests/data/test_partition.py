@@ -113,7 +113,7 @@ def test_partitioners_balanced(method):
     assert int(book.part_of.min()) == 0 and int(book.part_of.max()) == 3
     assert sum(t.numel() for t in book.inner) == 2000
     assert book.stats["node_balance"] < 1.1  # near-uniform degrees: edges balanced = nodes too
-    assert book.stats["method"] == method and book.stats["seconds"] >= 0
+    assert book.stats["method"] == method and isinstance(book.stats["seconds"], float)
     if method == "random":
         assert book.stats["inner_sizes"] == [500, 500, 500, 500]
     # same seed, same assignment

@@ -133,7 +133,7 @@ def _sentences_of(text: str) -> list[str]:
 
 
 def test_every_sentence_of_the_committed_report_states_a_number():
-    """Issue 16 item 8: an explanation only with the measurement that shows it. The committed
+    """An explanation only with the measurement that shows it. The committed
     performance.json rendered now (and a record with every ratio met) has no sentence without a
     number, and none of the fixed explanations that used to be chosen by a threshold."""
     doc = json.loads((Path(perf_report.__file__).parent.parent / "results" / "performance.json")
@@ -152,7 +152,7 @@ def test_every_sentence_of_the_committed_report_states_a_number():
 
 
 def test_history_rows_whose_code_no_commit_holds_are_not_reported():
-    """Issue 16 item 7: a row without a commit (or with uncommitted changes) cannot be traced to
+    """A row without a commit (or with uncommitted changes) cannot be traced to
     code anyone can rerun: the report leaves it out and says how many; the json keeps it."""
     doc = json.loads((Path(__file__).resolve().parents[2] / "results" / "performance.json").read_text())
     hist = [{**h} for h in doc["ratios"]["history"][:1]]

@@ -152,3 +152,31 @@ def test_the_runners_skip_by_hash_is_unchanged_by_the_clis_refusal(tmp_path, mon
     folder = expand(changed)[0].directory(root)
     assert json.loads((folder / "summary.json").read_text())["epochs"] == 3
     assert json.loads((folder / "run.json").read_text())["hash"] == expand(changed)[0].hash
+
+
+def test_a_run_of_a_recalibrated_preset_reruns(tmp_path, monkeypatch, capsys):
+    """The hash is of the flags, which name a preset, not its options: a run whose summary.json
+    recorded other generator options than the spec resolves to now (a preset recalibrated since)
+    is not complete; one that recorded the same options is."""
+    from digest.data.registry import parse_spec
+    monkeypatch.setattr(runner, "unavailable_datasets", lambda names: {})
+    spec = "synthetic:nodes=200,signal=0.2"
+    suite = suite_from_dict({**SUITE, "datasets": [spec], "seeds": [0]})
+    root, calls, now = tmp_path / "runs", [], parse_spec(spec)[1]
+
+    def launch(run, directory):  # records the options the spec resolves to, as the trainer does
+        calls.append(run.name)
+        (directory / "summary.json").write_text(json.dumps(
+            {"status": "complete", "dataset": {"meta": {"options": {**now, "seed": 0}}}}))
+        return 0
+    assert runner.run_suite(suite, root, {"exact"}, launch)["ran"] == 1
+    assert runner.run_suite(suite, root, {"exact"}, launch)["skipped"] == 1 and len(calls) == 1
+    summary = next(root.rglob("summary.json"))
+    recorded = json.loads(summary.read_text())
+    recorded["dataset"]["meta"]["options"]["signal"] = 0.5  # drawn at a former signal
+    summary.write_text(json.dumps(recorded))
+    run = expand(suite)[0]
+    assert runner.graph_changed(run, recorded) == f"signal 0.5 -> {now['signal']}"
+    assert runner.run_suite(suite, root, {"exact"}, launch)["ran"] == 1 and len(calls) == 2
+    assert f"its graph changed since (signal 0.5 -> {now['signal']})" in capsys.readouterr().out
+    assert runner.graph_changed(run, {"dataset": {"name": "Cora"}}) == ""  # nothing recorded

@@ -73,7 +73,7 @@ def test_a_models_rows_are_compared_with_that_models_exact_run(runs):
 
 
 def test_stricter_targets_and_the_evaluation_spacing(runs, tmp_path):
-    """Issue 16 item 5: 0.99 and 0.995 of exact's best val beside 0.98, and how often the runs
+    """0.99 and 0.995 of exact's best val beside 0.98, and how often the runs
     were evaluated (the granularity of every time to accuracy)."""
     tta = tables.build(load(runs))["time_to_accuracy"]
     assert tables.TARGETS == (0.98, 0.99, 0.995)

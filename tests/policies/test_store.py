@@ -121,7 +121,7 @@ def test_the_store_fill_runs_as_the_pushes_do(tmp_path):
 
 
 def test_stale_error_per_layer_at_each_sync(tmp_path):
-    """Issue 16 item 11: at every sync, each layer's ||stale - fresh|| / ||fresh|| over the halo
+    """At every sync, each layer's ||stale - fresh|| / ||fresh|| over the halo
     rows the step read (stale) and the owners' rows of that same step (fresh); None between."""
     graph = _graph()
     part_dir = prepare_partition("store", 2, "metis", 0, tmp_path, graph=graph)

@@ -43,7 +43,7 @@ def _sage(root, dataset, epochs, normalize):
 
 @needs_shared("Photo")
 def test_sage_on_raw_photo_features_blows_up_at_its_first_step_unless_normalized(tmp_path):
-    """Issue 16 item 10, the cause: Photo's raw bag-of-words rows have L1 norms near 259, so
+    """The cause: Photo's raw bag-of-words rows have L1 norms near 259, so
     Adam's first step (about lr on every weight) moves each first-layer output of SAGE (3 x 256,
     lr 0.01, the repro setting) by about 2.6: the train loss jumps from 2.1 to about 34 after one
     step (and most first-layer ReLUs die; the run then crawls: val 0.49 after 40 epochs).

@@ -227,7 +227,7 @@ def test_every_training_node_is_a_seed_once_per_epoch(world, run):
             assert s["mb_steps"] == S and s["mb_batch_mean"] > 0
             assert s["bytes_params"] == S * ranks[0]["mb_sage"]["steps"][0]["bytes_params"]
             assert s["mb_nodes_hop0"] == pytest.approx(s["mb_batch_mean"])
-            assert s["sample_time"] > 0 and s["mb_compute_time"] > 0 and s["allreduce_time"] >= 0
+            assert s["sample_time"] > 0 and s["mb_compute_time"] > 0 and s["allreduce_time"] > 0
 
 
 def test_local_only_samples_inside_the_part(world):

@@ -55,7 +55,7 @@ def test_quota_caps_each_worker_and_is_removed():
         code = ("from digest.runtime import placement; placement.enter_from_env(); "
                 "print(open('/proc/self/cgroup').read())")
         out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
-                             timeout=120, cwd=Path(__file__).resolve().parents[1]).stdout
+                             timeout=120, cwd=Path(__file__).resolve().parents[2]).stdout
         assert f"digest-{run}-w1" in out
         assert json.loads(q.worker_env()[placement.QUOTA_ENV]) == q.paths
     assert not any(Path(p).exists() for p in q.paths)
