@@ -7,13 +7,15 @@ neighbourhoods of mini-batches of seed nodes, gradients all-reduced after every 
   full-graph normalisation; only then does full fan-out reproduce full-graph training), SAGE's
   mean over the sampled in-neighbours, GAT's attention over them. Gradient all-reduce after every
   step (counted under params), as DistributedDataParallel's.
-- Features and topology replicated *(``--mb-features replicated``, the only mode here)*: at
-  start-up the workers assemble the whole graph (topology, X, labels, masks) from their parts
+- Features and topology replicated (``--mb-features replicated``, the default): at start-up the
+  workers assemble the whole graph (topology, X, labels, masks) from their parts
   (``comm.all_gather_object``, start-up, not training bytes: a single machine holding the whole
   graph, as DGL/Quiver with full caching in Bajaj et al.), so sampling and feature reads cross no
   wire: zero feature bytes. The method state says so (``features_replicated`` 1, ``replica_mb``);
-  peak memory includes the replica. (``fetch``, partitioned X with a ``feat_fetch`` byte
-  category, is not implemented.)
+  peak memory includes the replica. ``--mb-features fetch``: the topology is replicated, X and
+  the labels stay with their owners, and every step fetches the sampled rows other workers own
+  (baselines/feature_fetch.py; bytes under ``feat_fetch``, rows per step ``mb_fetched_rows``,
+  the time apart as ``fetch_time``). ``--mb-cache halo`` (section 10.3) is not implemented.
 - Seeds (``--mb-seeds part``, default): worker m's seeds are its part's training nodes T_m;
   ``random``: each epoch a permutation of all training nodes (the same on every worker) cut into M
   slices. Equal step counts: S = ceil(|T| / (M B)) steps per epoch (B = ``--batch-size`` per
@@ -41,9 +43,10 @@ neighbourhoods of mini-batches of seed nodes, gradients all-reduced after every 
 Metrics (per epoch, averaged over workers by the harness): ``mb_steps`` (S), ``mb_batch_mean`` /
 ``mb_batch_std`` (this worker's chunk sizes), ``mb_nodes_hop{k}`` / ``mb_edges_hop{k}`` (mean
 sampled nodes and edges per step at hop k; hop 0 = the seeds), ``sample_time`` (sampling and
-feature gathering), ``mb_compute_time`` (forward, backward, optimiser), ``allreduce_time``
-(waiting in the gradient all-reduce; also in ``comm_time``), ``features_replicated``,
-``replica_mb``.
+feature gathering, the fetch apart), ``mb_compute_time`` (forward, backward, optimiser),
+``allreduce_time`` (waiting in the gradient all-reduce; also in ``comm_time``),
+``features_replicated``, ``replica_mb``; with ``fetch``: ``fetch_time`` (its wall seconds; the
+waits also in ``comm_time``) and ``mb_fetched_rows`` (rows fetched per step).
 
 Equivalence (tests/baselines/test_minibatch.py): fan-out -1, one chunk per worker holding all its seeds
 (S = 1), dropout 0 -> one epoch is one exact full-graph step at the same M (same losses and
@@ -70,10 +73,12 @@ from digest.policies.params import GradAllReduce
 from digest.runtime import comm
 from digest.training.trainer import Trainer
 
+from .feature_fetch import FeatureFetch
 from .quantize import mix
 from .sampling import TorchNeighborSampler, replicate, select_rows
 
 SEEDS = ("part", "random")
+FEATURES = ("replicated", "fetch")
 
 
 @dataclass
@@ -87,6 +92,10 @@ class MiniBatchOptions(Options):
                            "a permutation of all training nodes cut into M slices every epoch",
                            choices=SEEDS)
     mb_local_only: bool = option(False, "sample only edges inside the worker's part (ablation)")
+    mb_features: str = option("replicated", "replicated: every worker holds every feature row (one "
+                              "machine, no feature bytes); fetch: rows stay with their owners and "
+                              "each step fetches the sampled ones (bytes under feat_fetch)",
+                              choices=FEATURES)
 
     def check_group(self, cfg) -> None:
         if self.batch_size < 1:
@@ -124,15 +133,22 @@ class MiniBatchState(HaloPolicy):
         self.B, self.seeds_mode, self.seed = o.batch_size, o.mb_seeds, cfg.seed
         self.fanouts = fanouts(o.mb_fanouts, cfg.model.layers)
         self.M, self.rank = comm.world_size(), comm.rank()
-        g = replicate(part)
+        fetch = o.mb_features == "fetch"
+        g = replicate(part, features=not fetch)
         self.replica_mb = g.pop("nbytes") / 2 ** 20
-        # the replica holds every feature row, so the non-negativity test needs no collective
+        x = g["x"] if not fetch else part.x[:part.n_inner]  # the replica, or the own rows
         flag = cfg.data.normalize_features
-        vals = g["x"].coalesce().values() if g["x"].is_sparse else g["x"]
-        nonneg = flag is None and bool(vals.numel() == 0 or float(vals.min()) >= 0)
-        x = normalize_rows(g["x"]) if type(model).normalizes(flag, nonneg) else g["x"]
-        self.x = x.to_sparse_csr() if x.is_sparse else x
+        vals = x.coalesce().values() if x.is_sparse else x
+        low = torch.tensor([float(vals.min()) if vals.numel() else 0.0])
+        if fetch:  # every worker's rows decide, as the replica's would
+            comm.all_reduce_(low, category=None, op=comm.dist.ReduceOp.MIN)
+        nonneg = flag is None and float(low) >= 0
+        x = normalize_rows(x) if type(model).normalizes(flag, nonneg) else x
+        x = x.to_sparse_csr() if x.is_sparse else x
         self.y, self.deg, self.part_of = g["y"], g["deg"], g["part_of"]
+        self.fetch = FeatureFetch(x, part.y, part.global_ids[:part.n_inner], self.part_of,
+                                  labels=self.seeds_mode == "random") if fetch else None
+        self.x = None if fetch else x
         self.train_ids = g["train"].nonzero().squeeze(1)  # every training node, ascending
         self.train_counts = torch.bincount(self.part_of[self.train_ids], minlength=self.M).tolist()
         ei = g["edge_index"]
@@ -186,8 +202,16 @@ class MiniBatchState(HaloPolicy):
                 setattr(view, name, t.to(device))
         return view
 
+    def features(self, n_id: Tensor, n_seeds: int) -> tuple[Tensor, Tensor]:
+        """Input rows of the sampled nodes ``[n, F_0]`` and the seeds' labels ``[n_seeds]``: read
+        from the replica, or fetched (collective: then every worker calls it every step)."""
+        if self.fetch is not None:
+            return self.fetch(n_id, n_seeds)
+        return select_rows(self.x, n_id), self.y[n_id[:n_seeds]]
+
     def state(self):
-        return {**self.stats, "features_replicated": 1, "replica_mb": self.replica_mb}
+        return {**self.stats, "features_replicated": int(self.fetch is None),
+                "replica_mb": self.replica_mb}
 
 
 class MiniBatchTrainer(Trainer):
@@ -200,19 +224,29 @@ class MiniBatchTrainer(Trainer):
         model_cls = type(model)
         model.train()
         chunks, totals = mb.chunks(epoch)
-        t_sample = t_compute = t_reduce = 0.0
+        t_sample = t_compute = t_reduce = t_fetch = 0.0
+        if mb.fetch is not None:
+            mb.fetch.fetched = 0
         losses, nodes, edges = [], [0.0] * (len(mb.fanouts) + 1), [0.0] * len(mb.fanouts)
         for t, seeds in enumerate(chunks):
             self.opt.zero_grad(set_to_none=True)
             n = int(seeds.numel())
             loss = 0.0
+            if not n and mb.fetch is not None:  # the fetch is collective: take part, ask nothing
+                f0 = time.perf_counter()
+                mb.features(seeds, 0)
+                t_fetch += time.perf_counter() - f0
             if n:
                 t0 = time.perf_counter()
                 batch = mb.sample(seeds, epoch, t)
-                x = model_cls.inputs(select_rows(mb.x, batch.n_id), int(batch.n_id.numel()))
+                f0 = time.perf_counter()
+                rows, y = mb.features(batch.n_id, n)
+                fetched = time.perf_counter() - f0 if mb.fetch is not None else 0.0
+                t_fetch, t0 = t_fetch + fetched, t0 + fetched  # sample_time: without the fetch
+                x = model_cls.inputs(rows, int(batch.n_id.numel()))
                 x = tuple(v if v is None else v.to(dev) for v in x)
                 view = mb.view(model_cls, batch, dev)
-                y = mb.y[seeds].to(dev)
+                y = y.to(dev)
                 for k, c in enumerate(batch.num_sampled_nodes):
                     nodes[k] += c / len(chunks)
                 for k, c in enumerate(batch.num_sampled_edges):
@@ -239,11 +273,13 @@ class MiniBatchTrainer(Trainer):
                     **{f"mb_edges_hop{k + 1}": v for k, v in enumerate(edges)},
                     "sample_time": t_sample, "mb_compute_time": t_compute,
                     "allreduce_time": t_reduce}
+        if mb.fetch is not None:  # fetch_time: the fetches' wall seconds (their waits in comm_time)
+            mb.stats.update(fetch_time=t_fetch, mb_fetched_rows=mb.fetch.fetched / len(chunks))
         return sum(losses) / len(losses)  # summed over workers: the mean of the steps' losses
 
 
 @register("minibatch", "mini-batch neighbour sampling (PyG NeighborLoader over the whole graph, "
-          "features replicated), gradient all-reduce every mini-batch",
+          "features replicated or fetched), gradient all-reduce every mini-batch",
           options=(MiniBatchOptions,), trainer=MiniBatchTrainer)
 def minibatch(cfg, part, plan, model):
     return MiniBatchState(part, plan, model, cfg), GradAllReduce()

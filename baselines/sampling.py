@@ -76,24 +76,26 @@ class TorchNeighborSampler(NeighborSampler):
 
 # -- the replicated graph -------------------------------------------------------------------------
 
-def replicate(part) -> dict:
+def replicate(part, features: bool = True) -> dict:
     """The whole graph on this worker, assembled from every worker's part (one start-up
     ``all_gather_object``; collective). Returns global ``edge_index [2, E]``, ``x`` (dense
-    ``[N, F]`` or sparse COO), ``y [N]``, ``train [N]`` (bool), ``part_of [N]``, ``deg [N]``
-    (global degrees) and ``nbytes`` (what this worker holds of it)."""
-    return assemble(comm.all_gather_object(own_share(part)))
+    ``[N, F]`` or sparse COO; None without ``features``), ``y [N]``, ``train [N]`` (bool),
+    ``part_of [N]``, ``deg [N]`` (global degrees) and ``nbytes`` (what this worker holds of it)."""
+    return assemble(comm.all_gather_object(own_share(part, features)))
 
 
-def own_share(part) -> dict:
+def own_share(part, features: bool = True) -> dict:
     """What worker m contributes: its inner rows (global ids), the edges into them, their
-    features, labels, training mask and global degrees."""
+    features (unless not ``features``), labels, training mask and global degrees."""
     n = part.n_inner
     ids = part.global_ids
     src, dst = part.edge_index
     mine = {"ids": ids[:n], "src": ids[src], "dst": ids[dst], "y": part.y,
             "train": part.train_mask, "deg": part.deg[:n], "features": int(part.x.size(1))}
     x = part.x
-    if x.is_sparse:
+    if not features:
+        mine["x"] = None
+    elif x.is_sparse:
         x = x.coalesce()
         keep = x.indices()[0] < n
         mine["x"] = ("sparse", ids[x.indices()[0][keep]], x.indices()[1][keep], x.values()[keep])
@@ -115,7 +117,9 @@ def assemble(parts: list[dict]) -> dict:
             p["deg"], m
     edge_index = torch.stack([torch.cat([p["src"] for p in parts]),
                               torch.cat([p["dst"] for p in parts])])
-    if parts[0]["x"][0] == "sparse":
+    if parts[0]["x"] is None:
+        X = None
+    elif parts[0]["x"][0] == "sparse":
         idx = torch.stack([torch.cat([p["x"][1] for p in parts]),
                            torch.cat([p["x"][2] for p in parts])])
         vals = torch.cat([p["x"][3] for p in parts])
@@ -126,7 +130,7 @@ def assemble(parts: list[dict]) -> dict:
             X[p["ids"]] = p["x"][1]
     out = {"edge_index": edge_index, "x": X, "y": y, "train": train, "part_of": part_of,
            "deg": deg}
-    out["nbytes"] = sum(_nbytes(t) for t in out.values())
+    out["nbytes"] = sum(_nbytes(t) for t in out.values() if t is not None)
     return out
 
 

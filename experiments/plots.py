@@ -103,6 +103,7 @@ def speedup_plot(loaded: Loaded, dataset: str, net: Network | None, out: Path, w
 def bytes_plot(loaded: Loaded, dataset: str, out: Path, written: list) -> None:
     frame = run_frame(Loaded([r for r in loaded.records if r.dataset == dataset], [dataset], loaded.labels))
     cats = [c for c in CATEGORIES if c in frame.columns]
+    frame = frame.fillna({c: 0 for c in cats})  # a category some runs lack: 0 bytes there
     mean = frame.groupby(["method", "workers"], sort=False)[cats].mean() / MiB
     ms = sorted(w for w in set(frame.workers) if w > 1) or sorted(set(frame.workers))
     fig, axes = pyplot().subplots(1, len(ms), figsize=(4 + 3 * len(ms), 4.5), sharey=True,

@@ -29,7 +29,8 @@ from .load import Loaded, load
 MiB = 2**20
 NOT_REACHED = "not reached"
 CATEGORIES = {"bytes_halo_fwd": "halo fwd", "bytes_halo_bwd": "halo bwd",
-              "bytes_store": "store", "bytes_params": "params"}
+              "bytes_store": "store", "bytes_params": "params",
+              "bytes_feat_fetch": "feature fetch"}  # the last: mini-batch runs that fetch only
 
 
 def run_frame(loaded: Loaded, net: Network | None = None) -> pd.DataFrame:
@@ -166,7 +167,8 @@ def _ratio(exact_time, time):
 
 def bytes_per_epoch(frame: pd.DataFrame) -> pd.DataFrame:
     cols = [c for c in CATEGORIES if c in frame.columns]
-    g = frame.groupby(["dataset", "method", "workers"], sort=False)
+    # a category some runs lack (feature fetch) is 0 bytes there, not unknown
+    g = frame.fillna({c: 0 for c in cols}).groupby(["dataset", "method", "workers"], sort=False)
     out = (g[cols + ["bytes_total"]].mean() / MiB).rename(
         columns={**{c: f"{n} MiB" for c, n in CATEGORIES.items()}, "bytes_total": "total MiB"})
     return out.reset_index()

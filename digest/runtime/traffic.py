@@ -14,7 +14,15 @@ class Traffic:
     spent inside communication calls. Reset by the trainer at every epoch."""
 
     def __init__(self):
+        self.extra: list[str] = []  # categories a method declared beyond CATEGORIES
         self.reset()
+
+    def declare(self, category: str) -> None:
+        """A method's own category (e.g. the mini-batch baseline's ``feat_fetch``): reported as
+        ``bytes_<category>`` and in ``bytes_total`` from now on in this process. A category never
+        declared (a probe's) is counted apart and reported by nobody."""
+        if category not in CATEGORIES and category not in self.extra:
+            self.extra.append(category)
 
     def reset(self):
         self.bytes = defaultdict(int)
@@ -28,7 +36,7 @@ class Traffic:
         self.messages += int(messages)
 
     def snapshot(self) -> dict:
-        out = {f"bytes_{c}": int(self.bytes.get(c, 0)) for c in CATEGORIES}
+        out = {f"bytes_{c}": int(self.bytes.get(c, 0)) for c in (*CATEGORIES, *self.extra)}
         out["bytes_total"] = sum(out.values())
         out["messages"] = self.messages
         out["comm_time"] = self.seconds

@@ -54,6 +54,7 @@ class Trainer:
         self.train_idx = self.masks[0].nonzero().squeeze(1)  # once, not a mask lookup per step
         self.y_train = self.y.index_select(0, self.train_idx)
         self.plan = HaloPlan.of(part, dev)
+        comm.traffic.extra.clear()  # this run's method declares its own byte categories
         self.policy, self.params = methods.build(cfg, part, self.plan, self.model)
         self.view = model_cls.view(part, induced=self.policy.induced)
         self.eval_view = model_cls.view(part) if self.policy.induced else self.view

@@ -1,8 +1,8 @@
 """Mini-batch neighbour sampling (docs/methods.md 10.3, baselines/minibatch.py): the sampler behind
 PyG's NeighborLoader on a hand-made graph, then 3 real gloo workers in ONE launch: full fan-out
 with one batch per worker = exact full-graph training (SAGE and GCN), equal steps, every training
-node a seed once per epoch (both seed modes), local-only sampling, bytes; bad values through the
-command line."""
+node a seed once per epoch (both seed modes), local-only sampling, fetched features (the
+replica's training, hand-derived bytes), bytes; bad values through the command line."""
 from __future__ import annotations
 
 import pytest
@@ -134,6 +134,12 @@ RUNS = {
     "small": dict(method="minibatch", batch_size=7, mb_fanouts="4,3", model="sage", epochs=2),
     "random": dict(method="minibatch", batch_size=7, mb_seeds="random", model="sage", epochs=2),
     "local": dict(method="minibatch", batch_size=7, mb_local_only=True, model="sage", epochs=1),
+    # --mb-features fetch: the same runs with the rows fetched from their owners
+    "fetch_full": dict(FULL, model="sage", mb_features="fetch"),
+    "small_fetch": dict(method="minibatch", batch_size=7, mb_fanouts="4,3", model="sage", epochs=2,
+                        mb_features="fetch"),
+    "random_fetch": dict(method="minibatch", batch_size=7, mb_seeds="random", model="sage",
+                         epochs=2, mb_features="fetch"),
 }
 
 
@@ -236,6 +242,45 @@ def test_local_only_samples_inside_the_part(world):
         assert set(r["local"]["sampled"].tolist()) <= set(r["inner"].tolist())
     # without the restriction the same seeds' neighbourhoods reach other parts
     assert any(not set(r["small"]["sampled"].tolist()) <= set(r["inner"].tolist()) for r in ranks)
+
+
+@pytest.mark.parametrize("fetched,replicated", [("fetch_full", "mb_sage"), ("small_fetch", "small"),
+                                                ("random_fetch", "random")])
+def test_fetched_features_train_as_the_replica_does(world, fetched, replicated):
+    """Rows (and, with random seeds, labels) fetched from their owners are the replica's rows:
+    the same losses and parameters to the bit; only feat_fetch bytes are added."""
+    _, ranks = world
+    for r in ranks:
+        for a, b in zip(r[fetched]["steps"], r[replicated]["steps"]):
+            assert a["loss"] == b["loss"]
+            assert a["bytes_params"] == b["bytes_params"] and a["bytes_halo_fwd"] == 0
+            assert a["bytes_feat_fetch"] > 0 and "bytes_feat_fetch" not in b
+            assert a["bytes_total"] == b["bytes_total"] + a["bytes_feat_fetch"]
+            assert a["features_replicated"] == 0 and b["features_replicated"] == 1
+            assert a["mb_fetched_rows"] > 0 and a["fetch_time"] > 0
+        assert all(torch.equal(p, q) for p, q in zip(r[fetched]["params"], r[replicated]["params"]))
+
+
+def test_fetch_bytes_are_the_hand_derived_count(world):
+    """Full fan-out, one step per epoch: worker m needs the rows of every node within L = 2 hops
+    upstream of its training nodes that another worker owns (PyG's k_hop_subgraph, not the
+    sampler). It sends 2 x 8 B of counts to each peer and 8 B per id it asks for, and 4 F B per
+    row it is asked for; seeds are its own (--mb-seeds part), so no labels travel."""
+    from torch_geometric.utils import k_hop_subgraph
+    graph, ranks = world
+    F0, M = graph.x.size(1), len(ranks)
+    inner = [set(r["inner"].tolist()) for r in ranks]
+    need = []
+    for m in range(M):
+        seeds = torch.tensor(sorted(inner[m] & set(graph.train_mask.nonzero().squeeze(1).tolist())))
+        reach = set(k_hop_subgraph(seeds, 2, graph.edge_index, num_nodes=graph.num_nodes)[0].tolist())
+        need.append(reach - inner[m])
+    for m, r in enumerate(ranks):
+        asked_of_me = sum(len(need[q] & inner[m]) for q in range(M) if q != m)
+        want = 16 * (M - 1) + 8 * len(need[m]) + 4 * F0 * asked_of_me
+        for s in r["fetch_full"]["steps"]:
+            assert s["bytes_feat_fetch"] == want
+            assert s["mb_fetched_rows"] == len(need[m])
 
 
 def test_resume_continues_identically(world):

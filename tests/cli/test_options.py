@@ -51,6 +51,7 @@ BAD = [
     ("--batch-size", "0", "--batch-size must be >= 1"),
     ("--mb-fanouts", "10,x", "--mb-fanouts"),
     ("--mb-seeds", "all", "argument --mb-seeds: invalid choice: 'all'"),
+    ("--mb-features", "cache", "argument --mb-features: invalid choice: 'cache'"),
     ("--mb-local-only=yes", None, "argument --mb-local-only/--no-mb-local-only: ignored explicit "
                                   "argument 'yes'"),
     # SAT
