@@ -22,6 +22,7 @@ from pathlib import Path
 
 from tqdm import tqdm
 
+from digest.data.registry import parse_spec
 from digest.training.metrics import write_json
 
 from .config import Run, expand, load_suite
@@ -57,8 +58,10 @@ def read_json(path: Path) -> dict | None:
         return None
 
 
-def is_complete(run: Run, directory: Path) -> bool:
-    summary, record = read_json(directory / "summary.json"), read_json(directory / "run.json")
+def is_complete(run: Run, directory: Path, summary: dict | None) -> bool:
+    """A complete run of this config hash on the graph its spec gives now (``summary``: the
+    directory's summary.json)."""
+    record = read_json(directory / "run.json")
     return bool(summary and summary.get("status") == "complete" and record
                 and record.get("hash") == run.hash and not graph_changed(run, summary))
 
@@ -69,7 +72,6 @@ def graph_changed(run: Run, summary: dict) -> str:
     when nothing does or the dataset is not synthetic. The config hash is of the flags, so a
     recalibrated preset (digest/data/presets.py) leaves the spec, and the hash, as they were: this
     is what makes such a run stale."""
-    from digest.data.registry import parse_spec
     try:
         info, now = parse_spec(run.flags.get("dataset", "synthetic"))
     except ValueError:
@@ -178,10 +180,11 @@ def run_suite(suite, root: Path, methods: set[str] | None = None, launcher=launc
         for run in runs:
             directory = run.directory(root)
             bar.set_postfix_str(f"{run.dataset} {run.name}")
-            changed = graph_changed(run, read_json(directory / "summary.json") or {})
+            summary = read_json(directory / "summary.json")
+            changed = graph_changed(run, summary or {})
             if changed:
                 tqdm.write(f"rerun {run.dataset} {run.name}: its graph changed since ({changed})")
-            if is_complete(run, directory):
+            if is_complete(run, directory, summary):
                 counts["skipped"] += 1
             elif execute(run, directory, launcher):
                 counts["ran"] += 1
