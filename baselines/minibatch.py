@@ -136,7 +136,8 @@ class MiniBatchState(HaloPolicy):
         fetch = o.mb_features == "fetch"
         g = replicate(part, features=not fetch)
         self.replica_mb = g.pop("nbytes") / 2 ** 20
-        x = g["x"] if not fetch else part.x[:part.n_inner]  # the replica, or the own rows
+        # the replica, or the own rows (index_select: sparse COO features cannot be sliced)
+        x = g["x"] if not fetch else part.x.index_select(0, torch.arange(part.n_inner))
         flag = cfg.data.normalize_features
         vals = x.coalesce().values() if x.is_sparse else x
         low = torch.tensor([float(vals.min()) if vals.numel() else 0.0])
