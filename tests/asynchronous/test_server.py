@@ -3,6 +3,7 @@ cannot join, and going when its rank 0 is killed. Started, seeded and serving re
 exercised by every DIGEST-A run in test_async_runs.py."""
 from __future__ import annotations
 
+import select
 import signal
 import socket
 import subprocess
@@ -82,6 +83,8 @@ def test_the_server_goes_when_rank_0_is_killed(tmp_path):
         stdout=subprocess.PIPE, text=True, cwd=ROOT)
     server = None
     try:
+        ready, _, _ = select.select([rank0.stdout], [], [], 60)  # never a blocking read
+        assert ready, "rank 0 printed no server pid within 60 s"
         server = psutil.Process(int(rank0.stdout.readline()))
         assert _alive(server)  # serving (trying to join)
         rank0.send_signal(signal.SIGKILL)
