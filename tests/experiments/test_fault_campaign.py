@@ -27,7 +27,10 @@ def _inject(fault: str | None, calls: str) -> subprocess.CompletedProcess:
 
 def test_inject_kills_only_the_chosen_rank_once_a_checkpoint_is_committed(tmp_path):
     committed = tmp_path / "config.json"
-    steps = "for e in range(6):\n    inject(e, 1)\n    time.sleep(0.05)"
+    # after the steps, wait for a pending kill (the timer thread) rather than racing it
+    steps = ("for e in range(6):\n    inject(e, 1)\n    time.sleep(0.05)\nimport threading\n"
+             "for t in threading.enumerate():\n    if t is not threading.main_thread():\n"
+             "        t.join(30)")
     # no checkpoint committed yet: the chosen rank trains on
     assert _inject(f"1:2:0.5:{committed}", steps).stdout.strip() == "survived"
     committed.write_text("{}")
