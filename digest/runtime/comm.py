@@ -114,7 +114,10 @@ def _all_to_all(recv: Tensor, send: Tensor, send_counts: list[int], recv_counts:
     links, digest/runtime/netem.py: 1 MB each way took 0.41-0.83 s instead of 0.40 s; receives first:
     0.42-0.47 s). Other backends: their all-to-all."""
     if dist.get_backend() != "gloo":
-        dist.all_to_all_single(recv, send, recv_counts, send_counts)
+        out = recv.cuda() if send.device.type == "cpu" else recv  # NCCL: CUDA tensors only
+        dist.all_to_all_single(out, send.to(out.device), recv_counts, send_counts)
+        if out is not recv:
+            recv.copy_(out)
         return
     me = rank()
     into, out = recv.split(recv_counts), send.split(send_counts)
@@ -133,7 +136,10 @@ def all_reduce_(t: Tensor, category: str | None = "params", op=dist.ReduceOp.SUM
     if M == 1:
         return t
     t0 = time.perf_counter()
-    dist.all_reduce(t, op=op)
+    on = t.cuda() if t.device.type == "cpu" and dist.get_backend() == "nccl" else t  # NCCL: CUDA only
+    dist.all_reduce(on, op=op)
+    if on is not t:
+        t.copy_(on)
     if category is not None:
         traffic.seconds += time.perf_counter() - t0
         traffic.bytes[category] += int(2 * (M - 1) * t.numel() * t.element_size() // M)
