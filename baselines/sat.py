@@ -74,6 +74,9 @@ class SatOptions(Options):
     sat_lr: float = option(0.1, "Adam learning rate of the predictors (reference lr_aux)")
     sat_replay: int = option(1, "sync pairs each predictor update trains on (the newest and the "
                              "R - 1 before it)")
+    sat_residual: bool = option(False, "predict a correction to the store rows (last layer "
+                                "zero-initialised: the untrained predictor is DIGEST) instead of "
+                                "the rows themselves (reference)")
     sat_gate: bool = option(False, "after each sync, use the store rows until the next sync in a "
                             "layer whose prediction error was not below the staleness error")
     sat_shared: bool = option(False, "average the predictors' gradients over workers at each sync "
@@ -105,7 +108,8 @@ class SatHalo(StaleHalo):
         self.graph = TemporalGraph(part.n_inner, part.n_halo, src, dst).to(dev)
         self.hidden = list(range(1, len(self.widths) - 1))
         self.predictors = nn.ModuleDict({
-            str(l): make_predictor(o.sat_predictor, self.widths[l], mix(cfg.seed, l, 7))
+            str(l): make_predictor(o.sat_predictor, self.widths[l], mix(cfg.seed, l, 7),
+                                   o.sat_residual)
             for l in self.hidden}).to(dev)
         params = list(self.predictors.parameters())
         self.opt = torch.optim.Adam(params, lr=o.sat_lr) if params else None

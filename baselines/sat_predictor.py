@@ -93,17 +93,26 @@ def temporal_edges(part) -> tuple[Tensor, Tensor]:
 
 class Predictor(nn.Module):
     """One-layer LSTM over each node's window, then a 2-layer GCN with plain sum aggregation
-    (``adj`` includes the self-loops). ``[k, W, F] -> [k, F]``."""
+    (``adj`` includes the self-loops). ``[k, W, F] -> [k, F]``.
 
-    def __init__(self, width: int):
+    ``residual``: the output is the last snapshot plus the GCN's, whose last layer starts at
+    zero, so the untrained predictor returns the store rows (DIGEST) and training learns a
+    correction to them (a choice; the reference predicts the rows themselves)."""
+
+    def __init__(self, width: int, residual: bool = False):
         super().__init__()
+        self.residual = residual
         self.lstm = nn.LSTM(width, width, num_layers=1, batch_first=True)
         self.lin1, self.lin2 = nn.Linear(width, width), nn.Linear(width, width)
+        if residual:
+            nn.init.zeros_(self.lin2.weight)
+            nn.init.zeros_(self.lin2.bias)
 
     def forward(self, window: Tensor, adj: Tensor) -> Tensor:
         _, (h, _) = self.lstm(window)  # final hidden state, zero initial state
         h = F.relu(torch.sparse.mm(adj, h[0] @ self.lin1.weight.t()) + self.lin1.bias)
-        return torch.sparse.mm(adj, h @ self.lin2.weight.t()) + self.lin2.bias
+        out = torch.sparse.mm(adj, h @ self.lin2.weight.t()) + self.lin2.bias
+        return window[:, -1] + out if self.residual else out
 
 
 class Identity(nn.Module):
@@ -113,10 +122,10 @@ class Identity(nn.Module):
         return window[:, -1]
 
 
-def make_predictor(kind: str, width: int, seed: int) -> nn.Module:
+def make_predictor(kind: str, width: int, seed: int, residual: bool = False) -> nn.Module:
     """The same initial parameters on every worker, without touching the global random stream."""
     if kind == "identity":
         return Identity()
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(seed)
-        return Predictor(width)
+        return Predictor(width, residual)

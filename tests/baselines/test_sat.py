@@ -47,7 +47,7 @@ def test_two_hop_restriction_gives_the_same_prediction():
     assert torch.equal(dense, want)
 
 
-def _drift_run(seed: int, steps: int = 200, lr: float = 0.01):
+def _drift_run(seed: int, steps: int = 200, lr: float = 0.01, residual: bool = False):
     """Halo and inner rows drift linearly, x_t = t B; pairs (window up to t, x_{t+1}[H]) for
     t = 1..6 (W = 5, fewer at the start); the predictor trained ``steps`` Adam steps cycling over
     them. Returns (relative errors before, after, of the stale rows x_t[H]) per pair."""
@@ -57,7 +57,7 @@ def _drift_run(seed: int, steps: int = 200, lr: float = 0.01):
     src, dst = random_graph(n_inner, n_halo, 16, seed)
     g = TemporalGraph(n_inner, n_halo, src, dst)
     B = torch.randn(n_inner + n_halo, width) * 0.2
-    P = make_predictor("lstm-gcn", width, seed=1)
+    P = make_predictor("lstm-gcn", width, seed=1, residual=residual)
     opt = torch.optim.Adam(P.parameters(), lr=lr)
     pairs = []
     for t in range(1, 7):
@@ -86,6 +86,15 @@ def test_predictor_learns_a_linear_drift(seed):
     t = 2..4 for about half the seeds; in training a predictor takes one step per sync."""
     before, after, _ = _drift_run(seed)
     assert sum(after) < 0.5 * sum(before), (before, after)
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_residual_predictor_starts_at_the_store_rows_and_learns_the_drift(seed):
+    """--sat-residual: untrained, the prediction IS the last snapshot (the store rows: errors equal
+    the staleness errors exactly); trained, it beats them on every pair."""
+    before, after, stale = _drift_run(seed, residual=True)
+    assert before == stale
+    assert all(a < s for a, s in zip(after, stale)), (after, stale)
 
 
 # -- three workers --------------------------------------------------------------------------------
