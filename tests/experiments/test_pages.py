@@ -181,6 +181,24 @@ def test_headline_rows_come_from_the_committed_tables(tmp_path, monkeypatch):
     assert "](repro.md)" in headline.table(Path("results"), keys=keys)  # links from results/
 
 
+def test_a_one_seed_row_is_compared_with_exact_at_its_seed(tmp_path, monkeypatch):
+    """A method run at seed 0 only, against exact at 3 seeds: exact's column and the difference are
+    exact's seed 0 from runs.csv (not its 3-seed mean); without runs.csv, the mean."""
+    monkeypatch.chdir(tmp_path)
+    write_tables(Path("results"), [("CS", "exact", 0.92, 1.0), ("CS", "sat-I10", 0.91, 0.1)])
+    acc = pd.read_csv("results/accuracy.csv")
+    acc.loc[acc.method == "sat-I10", ["seeds", "test_at_best_val"]] = [1, "91.00"]
+    acc.to_csv("results/accuracy.csv", index=False)
+    keys = (headline.Key("repro", ("CS",), ("sat-I10",)),)
+    mean = [line for line in headline.table(Path("."), keys=keys).splitlines() if "| [" in line]
+    assert mean[0].endswith("| 1 | 91.00 | 92.00 ± 0.40 | -1.00 | 0.10x |")
+    pd.DataFrame([{"dataset": "CS", "method": m, "workers": 4, "seed": seed, "test_at_best_val": t}
+                  for m, seed, t in (("exact", 0, 0.9325), ("exact", 1, 0.91), ("exact", 2, 0.9175),
+                                     ("sat-I10", 0, 0.91))]).to_csv("results/runs.csv", index=False)
+    paired = [line for line in headline.table(Path("."), keys=keys).splitlines() if "| [" in line]
+    assert paired[0].endswith("| 1 | 91.00 | 93.25 (seed 0) | -2.25 | 0.10x |")
+
+
 def test_quick_block_waits_for_the_quick_tables_then_shows_accuracy_and_the_main_plot(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     readme = Path("README.md")
