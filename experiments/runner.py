@@ -167,13 +167,15 @@ def run_suite(suite, root: Path, methods: set[str] | None = None, launcher=launc
     """Run the suite's runs not yet complete; with ``seeds``, only those seeds' runs (a long suite
     can then be run in sittings: the tables read whatever runs are complete)."""
     runs, notes = plan(suite, registered_methods() if methods is None else methods)
-    if seeds is not None:
-        runs = [r for r in runs if r.seed in seeds]
     for note in notes:
         print(f"note: skipping {note}")
+    # the plan names every run of the suite, so that the tables of a sitting restricted to some
+    # seeds still read the runs the other sittings completed
     write_json(plan_path(root, suite.name), {"suite": suite.name, "skipped": notes,
                                              "seeds": None if seeds is None else sorted(seeds),
                                              "runs": [str(r.directory(".")) for r in runs]})
+    if seeds is not None:
+        runs = [r for r in runs if r.seed in seeds]
     counts = {"ran": 0, "skipped": 0, "failed": []}
     t0 = time.perf_counter()
     with tqdm(total=len(runs), desc=f"suite {suite.name}", unit="run", dynamic_ncols=True) as bar:
