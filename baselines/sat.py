@@ -18,7 +18,8 @@ halo rows replaced, between store refreshes, by a small learned predictor's extr
   normalize=False)``); its rows of H_m are the prediction. Only H_m's outputs are used, so it
   runs on the 2-hop neighbourhood of H_m in T_m (the same output; a test compares it with all of
   T_m). ``--sat-predictor identity`` returns the last snapshot's halo rows, i.e. the store rows:
-  DIGEST, for tests and as an ablation.
+  DIGEST, for tests and as an ablation; ``mean`` returns the window's mean (nothing learned),
+  an ablation asking whether the rows' own history predicts them.
 - Use: the prediction, detached (no gradient from the GNN loss reaches P, nothing is sent), from
   P_l's first training step on; before it DIGEST's store rows *(choice: warm-up)*.
   ``--sat-gate``: after a sync, a layer whose prediction error was not below the staleness error
@@ -61,7 +62,8 @@ from digest.runtime import comm
 from .quantize import mix
 from .sat_predictor import TemporalGraph, make_predictor, temporal_edges
 
-PREDICTORS = ("lstm-gcn", "identity")
+PREDICTORS = ("lstm-gcn", "identity", "mean")
+SNAPSHOTS = ("step", "sync")
 
 
 @dataclass
@@ -69,7 +71,8 @@ class SatOptions(Options):
     """SAT: learned predictions of halo rows between store syncs."""
     sat_predictor: str = option("lstm-gcn", "the predictor: lstm-gcn (LSTM over the window, then "
                                 "a 2-layer sum-aggregation GCN on the temporal graph) or identity "
-                                "(returns the store rows: DIGEST)", choices=PREDICTORS)
+                                "(returns the store rows: DIGEST) or mean (the window's mean, "
+                                "nothing learned: an ablation)", choices=PREDICTORS)
     sat_window: int = option(5, "snapshots W the predictor reads")
     sat_lr: float = option(0.1, "Adam learning rate of the predictors (reference lr_aux)")
     sat_replay: int = option(1, "sync pairs each predictor update trains on (the newest and the "
@@ -77,6 +80,11 @@ class SatOptions(Options):
     sat_residual: bool = option(False, "predict a correction to the store rows (last layer "
                                 "zero-initialised: the untrained predictor is DIGEST) instead of "
                                 "the rows themselves (reference)")
+    sat_snapshots: str = option("step", "when the window gains a snapshot: step (every step: "
+                                "this step's inner rows beside the store rows) or sync (at each "
+                                "sync: fresh inner and halo rows, so the window holds the halo "
+                                "rows' own history; baselines/sat_sync.py)", choices=SNAPSHOTS)
+    sat_steps: int = option(1, "Adam steps per predictor update (one update per sync)")
     sat_gate: bool = option(False, "after each sync, use the store rows until the next sync in a "
                             "layer whose prediction error was not below the staleness error")
     sat_shared: bool = option(False, "average the predictors' gradients over workers at each sync "
@@ -91,6 +99,10 @@ class SatOptions(Options):
             raise ValueError("--sat-lr must be > 0")
         if self.sat_replay < 1:
             raise ValueError("--sat-replay must be >= 1")
+        if self.sat_snapshots not in SNAPSHOTS:
+            raise ValueError(f"--sat-snapshots must be one of {', '.join(SNAPSHOTS)}")
+        if self.sat_steps < 1:
+            raise ValueError("--sat-steps must be >= 1")
 
 
 # -- the policy -----------------------------------------------------------------------------------
@@ -102,7 +114,7 @@ class SatHalo(StaleHalo):
         super().__init__(part, plan, model, cfg)
         o = cfg.options
         self.window, self.gate_on, self.shared = o.sat_window, o.sat_gate, o.sat_shared
-        self.replay = o.sat_replay
+        self.replay, self.steps = o.sat_replay, o.sat_steps
         dev = plan.send_flat.device
         src, dst = temporal_edges(part)
         self.graph = TemporalGraph(part.n_inner, part.n_halo, src, dst).to(dev)
@@ -169,24 +181,46 @@ class SatHalo(StaleHalo):
             self._time += time.perf_counter() - t0
 
     def _train(self) -> None:
-        """One predictor update from this sync's (prediction, fresh rows) pairs (and replays)."""
-        losses = []
+        """Update from this sync's (prediction, fresh rows) pairs and the replayed ones."""
+        pairs, first = {}, {}
         for l, (pred, window) in self.kept.items():
             Z = self.store[l]
             self._pred_err[l] = self.stale_error(pred.detach(), Z)
-            losses.append(F.mse_loss(pred, Z))
-            for old_window, old_Z in self.pairs[l]:
-                again = self.predictors[str(l)](old_window, self.graph.adj)
-                losses.append(F.mse_loss(again.index_select(0, self.graph.halo_pos), old_Z))
+            pairs[l], first[l] = [(window, Z), *self.pairs[l]], pred
             if self.replay > 1:
                 self.pairs[l].append((window.detach(), Z))
-        if self.opt is not None:
+        self._fit(pairs, first)
+        self._mark_trained()
+        self.kept = {}
+
+    def predict(self, layer: int, window: Tensor) -> Tensor:
+        """The predictor's halo rows from ``window`` [k, W_t, F] -> [n_halo, F]."""
+        out = self.predictors[str(layer)](window, self.graph.adj)
+        return out.index_select(0, self.graph.halo_pos)
+
+    def _fit(self, pairs: dict, first: dict | None = None) -> None:
+        """``--sat-steps`` Adam steps on the loss sum over layers and their (window, fresh rows)
+        pairs; ``first``: predictions already made from the first pairs' windows (with their
+        graph), used by the first step. sat_loss reports the first step's loss."""
+        first = dict(first or {})
+        if self.opt is None:  # identity: nothing to train, the loss is still reported
+            if first:
+                self._loss = float(sum(F.mse_loss(p.detach(), pairs[l][0][1])
+                                       for l, p in first.items()))
+            return
+        for k in range(self.steps):
+            losses = []
+            for l, items in pairs.items():
+                for i, (window, Z) in enumerate(items):
+                    pred = first.pop(l) if i == 0 and l in first else self.predict(l, window)
+                    losses.append(F.mse_loss(pred, Z))
             self.opt.zero_grad(set_to_none=True)
             if losses and any(x.requires_grad for x in losses):
                 loss = sum(losses)
                 loss.backward()
-                self._loss = float(loss.detach())
-            if self.shared and comm.world_size() > 1:
+                if k == 0:
+                    self._loss = float(loss.detach())
+            if self.shared and comm.world_size() > 1:  # every worker, halo or not: collective
                 params = list(self.predictors.parameters())
                 grads = grads_of(self.predictors)
                 flat = comm.all_reduce_(flatten(grads), "params")
@@ -194,15 +228,16 @@ class SatHalo(StaleHalo):
                 for p, v in zip(params, unflatten(flat, grads)):
                     p.grad = v
             self.opt.step()
-        elif losses:
-            self._loss = float(sum(x.detach() for x in losses))
+
+    def _mark_trained(self) -> None:
+        """After an update: predictions may be read; --sat-gate closes a layer whose prediction
+        error at this sync was not below the staleness error."""
         for l in self.hidden:
             self.trained[l] = True
             if self.gate_on:
                 stale, pred = self.errors.get(l), self._pred_err.get(l)
                 self.closed[l] = stale is not None and pred is not None and pred >= stale
                 self._gate[l] = int(self.closed[l])
-        self.kept = {}
 
     # -- metrics and checkpoints --------------------------------------------------------------
     def memory_mb(self) -> float:
@@ -247,4 +282,7 @@ class SatHalo(StaleHalo):
           "predictor (LSTM + GCN on the temporal graph) trained online at each sync",
           options=(StoreOptions, SatOptions, ParamOptions))
 def sat(cfg, part, plan, model):
+    if cfg.options.sat_snapshots == "sync":
+        from .sat_sync import SyncSatHalo  # a subclass of SatHalo: imported here, not at the top
+        return SyncSatHalo(part, plan, model, cfg), make_param_policy(cfg)
     return SatHalo(part, plan, model, cfg), make_param_policy(cfg)

@@ -122,10 +122,21 @@ class Identity(nn.Module):
         return window[:, -1]
 
 
+class WindowMean(nn.Module):
+    """The mean of the window's snapshots, learned nothing: an ablation that asks whether the
+    rows' own history predicts them (with sync snapshots: the mean of the last W refreshes,
+    which averages away the dropout noise of single refreshes and lags their drift)."""
+
+    def forward(self, window: Tensor, adj: Tensor) -> Tensor:
+        return window.mean(1)
+
+
 def make_predictor(kind: str, width: int, seed: int, residual: bool = False) -> nn.Module:
     """The same initial parameters on every worker, without touching the global random stream."""
     if kind == "identity":
         return Identity()
+    if kind == "mean":
+        return WindowMean()
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(seed)
         return Predictor(width, residual)

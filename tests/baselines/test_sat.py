@@ -111,6 +111,14 @@ RUNS = {  # (another method starts from its own defaults: the interval is given 
     # dropout on, replays kept: the direct run, and the same run checkpointed after step 4 and
     # continued by a new trainer restored from the checkpoint
     "direct": dict(method="sat", sync_interval=2, sat_replay=2, dropout=0.5),
+    # --sat-snapshots sync (baselines/sat_sync.py)
+    "sync-identity": dict(method="sat", sync_interval=I, sat_predictor="identity",
+                          sat_snapshots="sync"),
+    "sync": dict(method="sat", sync_interval=I, sat_snapshots="sync", sat_residual=True,
+                 sat_steps=3, sat_lr=0.01),
+    "sync-mean": dict(method="sat", sync_interval=I, sat_predictor="mean", sat_snapshots="sync"),
+    "direct-sync": dict(method="sat", sync_interval=2, sat_snapshots="sync", sat_replay=2,
+                        sat_steps=2, dropout=0.5),
 }
 
 
@@ -144,9 +152,11 @@ def record(cfg, rt, part, runs, out_dir):
                 rec["pgrads"] = [None if p.grad is None else p.grad.clone()
                                  for p in policy.predictors.parameters()]
                 rec["pparams"] = [p.detach().clone() for p in policy.predictors.parameters()]
+                rec["store"] = {l: v.clone() for l, v in policy.store.items()}
             steps.append(rec)
         out[name] = steps
     out["resumed"] = resumed(cfg.replace(**runs["direct"]), rt, part, out_dir, 4)
+    out["resumed-sync"] = resumed(cfg.replace(**runs["direct-sync"]), rt, part, out_dir, 5)
     return out
 
 
@@ -180,16 +190,17 @@ def same(a, b):
     return all(torch.equal(x, y) for x, y in zip(a, b))
 
 
-def test_identity_predictor_is_digest(world):
+@pytest.mark.parametrize("run", ["identity", "sync-identity"])
+def test_identity_predictor_is_digest(world, run):
     _, ranks = world
     for r in ranks:
-        for a, b in zip(r["identity"], r["digest"]):
+        for a, b in zip(r[run], r["digest"]):
             assert a["loss"] == b["loss"] and same(a["grads"], b["grads"])
             assert a["bytes_total"] == b["bytes_total"]
             for key in ("staleness_repr", "store_syncs", "stale_err_l1", "stale_err_l2"):
                 assert a.get(key) == b.get(key), key
         # from the first sync on, the identity's rows are read instead of the store's
-        assert [s["sat_used_l1"] for s in r["identity"]] == [0] * I + [1] * (STEPS - I)
+        assert [s["sat_used_l1"] for s in r[run]] == [0] * I + [1] * (STEPS - I)
 
 
 def test_warm_up_is_digest_then_the_prediction_is_read(world):
@@ -264,12 +275,50 @@ def test_resume_continues_identically(world):
     _, ranks = world
     for r in ranks:
         assert r["resumed"] == [s["loss"] for s in r["direct"]]
+        assert r["resumed-sync"] == [s["loss"] for s in r["direct-sync"]]
+
+
+def test_window_mean_of_sync_snapshots_averages_the_refreshes(world):
+    """--sat-predictor mean with sync snapshots: the second sync's step reads the mean of the
+    fill's rows and the first sync's (the window's two snapshots), learned nothing."""
+    _, ranks = world
+    for r in ranks:
+        steps = r["sync-mean"]
+        for l in (1, 2):
+            want = (steps[0]["store"][l] + steps[I - 1]["store"][l]) / 2
+            assert torch.allclose(steps[2 * I - 1]["used"][l], want, atol=1e-6)
+        assert all(s["sat_loss"] is None for s in steps)
+
+
+def test_sync_snapshots_read_the_line_from_the_store_rows_to_the_prediction(world):
+    """--sat-snapshots sync: after the sync at s, step s + k reads store + (k / I) (next - store),
+    where next (the prediction of the sync at s + I) is what the sync step reads in full; its
+    error against the rows that sync brings is pred_err. Before the first update: DIGEST."""
+    _, ranks = world
+    for r in ranks:
+        steps = r["sync"]
+        assert [s["sat_used_l1"] for s in steps] == [0] * I + [1] * (STEPS - I)
+        s = I - 1  # the first sync: the first update (3 Adam steps) on the fill's window
+        assert steps[s]["sat_loss"] > 0 and "pred_err_l1" not in steps[s]
+        for l in (1, 2):
+            store, nxt = steps[s]["store"][l], steps[s + I]["used"][l]
+            for k in range(1, I):
+                assert torch.equal(steps[s + k]["store"][l], store)  # no sync in between
+                want = torch.lerp(store, nxt, k / I)
+                assert torch.allclose(steps[s + k]["used"][l], want, atol=1e-6)
+            assert not torch.equal(nxt, store)  # trained: a correction to the store rows
+            fresh = steps[s + I]["store"][l]
+            err = float((nxt - fresh).norm() / fresh.norm())
+            assert steps[s + I][f"pred_err_l{l}"] == pytest.approx(err, rel=1e-5)
+            assert steps[s + I][f"stale_err_l{l}"] == pytest.approx(
+                float((store - fresh).norm() / fresh.norm()), rel=1e-5)
 
 
 @pytest.mark.parametrize("flags,message", [
     (["--sat-window", "0"], "error: --sat-window must be >= 1"),
     (["--sat-lr", "0"], "error: --sat-lr must be > 0"),
     (["--sat-replay", "0"], "error: --sat-replay must be >= 1"),
+    (["--sat-steps", "0"], "error: --sat-steps must be >= 1"),
     (["--sync-interval", "0"], "error: --sync-interval must be >= 1"),
 ])
 def test_bad_values_are_one_line(flags, message, tmp_path, capsys, monkeypatch):

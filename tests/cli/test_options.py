@@ -59,6 +59,8 @@ BAD = [
     ("--sat-window", "0", "--sat-window must be >= 1"),
     ("--sat-lr", "0", "--sat-lr must be > 0"),
     ("--sat-replay", "0", "--sat-replay must be >= 1"),
+    ("--sat-snapshots", "epoch", "argument --sat-snapshots: invalid choice: 'epoch'"),
+    ("--sat-steps", "0", "--sat-steps must be >= 1"),
     ("--sat-residual=yes", None, "argument --sat-residual/--no-sat-residual: ignored explicit argument"),
     ("--sat-gate=on", None, "argument --sat-gate/--no-sat-gate: ignored explicit argument 'on'"),
     ("--sat-shared=1", None, "argument --sat-shared/--no-sat-shared: ignored explicit argument"),
