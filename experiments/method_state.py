@@ -9,7 +9,10 @@ them side by side:
 - state: every metrics column that is not one of the harness's own (``HARNESS``: losses,
   accuracies, times, bytes, messages, memory, the per-worker ``*_w<k>`` copies), as its mean over
   the epochs that have it, then over seeds; a running count (``CUMULATIVE``, e.g. DIGEST's
-  ``store_syncs``) as its last value, named ``... total``;
+  ``store_syncs``) as its last value, named ``... total``; an error against fresh rows
+  (``ERRORS``: DIGEST's ``stale_err_l<l>``, SAT's ``pred_err_l<l>``) also as its mean over the
+  second half of the epochs, named ``... 2nd half``: the first syncs, while the rows still move
+  fast, dominate the whole run's mean;
 - peak memory: the run's largest per-worker peak (``summary.json`` ``peak_mem_mb_max``, MiB),
   mean over seeds; the same process-level measure for every method.
 """
@@ -27,6 +30,7 @@ HARNESS = {"epoch", "train_loss", "epoch_time", "comm_time", "compute_time", "pe
            "cum_bytes"}
 CUMULATIVE = {"store_syncs", "server_version", "server_wall_time"}  # running: the last value is the total
 PER_WORKER = re.compile(r".*_w\d+$")
+ERRORS = re.compile(r"(stale|pred)_err_l\d+$")
 
 
 def state_columns(metrics: pd.DataFrame) -> list[str]:
@@ -50,6 +54,10 @@ def table(loaded: Loaded) -> pd.DataFrame:
                     key, value = ((f"{c} total", col.iloc[-1]) if c in CUMULATIVE
                                   else (c, col.mean()))
                     means.setdefault(key, []).append(float(value))
+                if len(col) and ERRORS.match(c):
+                    late = col[r.metrics["epoch"][col.index] >= r.metrics["epoch"].max() / 2]
+                    if len(late):
+                        means.setdefault(f"{c} 2nd half", []).append(float(late.mean()))
         mem = [r.summary["peak_mem_mb_max"] for r in recs if r.summary.get("peak_mem_mb_max")]
         rows.append({"dataset": dataset, "method": label, "workers": workers, "seeds": len(recs),
                      "peak_mem_mb": sum(mem) / len(mem) if mem else float("nan"),

@@ -31,9 +31,10 @@ def test_state_is_the_method_columns_mean_over_epochs_then_seeds(tmp_path):
         {"sent_fraction": [1, .5, .3], "staleness_repr": [0, 1, 2]}, peak=110)
     add(write_run(root, "sancus", 2, 1, [.1] * 3, [.5, .6, .7]),
         {"sent_fraction": [1, .5, .6], "staleness_repr": [0, 0, 0]}, peak=130)
-    # a running count is its last value; epochs without a value (a DIGEST sync's error) are skipped
+    # a running count is its last value; epochs without a value (a DIGEST sync's error) are
+    # skipped; an error is also averaged over the second half of the epochs (epochs 1 and 2 of 0-2)
     add(write_run(root, "digest", 2, 0, [.1] * 3, [.5, .6, .7]),
-        {"store_syncs": [1, 1, 2], "stale_err_l1": [None, .4, None]})
+        {"store_syncs": [1, 1, 2], "stale_err_l1": [.6, None, .2]})
     assert method_state.state_columns(pd.read_csv(root / "toy" / "digest_w2_s0" / "metrics.csv")) \
         == ["store_syncs", "stale_err_l1"]  # not bytes_*, *_w<k>, accuracies, times, memory
     t = method_state.table(load(root)).set_index("method")
@@ -41,7 +42,8 @@ def test_state_is_the_method_columns_mean_over_epochs_then_seeds(tmp_path):
     # sent_fraction: seed 0 mean 0.6, seed 1 0.7 -> 0.65; staleness 1 and 0 -> 0.5
     assert t.loc["sancus", "state"] == "sent_fraction 0.65; staleness_repr 0.5"
     assert t.loc["sancus", "seeds"] == 2 and t.loc["sancus", "peak_mem_mb"] == 120
-    assert t.loc["digest", "state"] == "store_syncs total 2; stale_err_l1 0.4"
+    assert t.loc["digest", "state"] == \
+        "store_syncs total 2; stale_err_l1 0.4; stale_err_l1 2nd half 0.2"
     assert t.loc["digest", "peak_mem_mb"] != t.loc["digest", "peak_mem_mb"]  # none recorded: NaN
     md = method_state.section(method_state.table(load(root)))
     assert "| sancus | 2 | 2 | 120 | sent_fraction 0.65; staleness_repr 0.5 |" in md
