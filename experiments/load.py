@@ -1,7 +1,9 @@
 """Read complete runs (summary.json + metrics.csv + run.json) for the tables and the plots.
 
-With a suite, exactly the suite's runs are read (those complete with the current config hash), in
-the suite's order, and the missing ones are listed; without one, every complete run under the root.
+With a suite, exactly the suite's runs are read (those complete with the current config hash, on
+the graph their spec draws now: a synthetic run drawn at other generator options, e.g. before a
+preset was recalibrated, is missing, not averaged with the new ones), in the suite's order, and
+the missing ones are listed; without one, every complete run under the root.
 
 Rounds (the timing protocol, docs/methods.md section 11): ``records`` holds round 0's runs (one run
 per seed: what every table but the timing protocol's reads), ``later`` those of rounds 1.. (read by
@@ -15,7 +17,9 @@ from pathlib import Path
 
 import pandas as pd
 
-from .config import WARMUP, expand, labels, load_suite
+from digest.data.registry import parse_spec
+
+from .config import WARMUP, Run, expand, labels, load_suite
 
 
 @dataclass
@@ -71,6 +75,23 @@ def read_record(directory: Path, expect_hash: str | None = None) -> RunRecord | 
                      round=int(info.get("round") or 0), started=info.get("started"))
 
 
+def graph_changed(run: Run, summary: dict) -> str:
+    """What differs between the generator options a synthetic run recorded (summary.json's
+    dataset.meta.options) and those its spec resolves to now, e.g. ``signal 0.1 -> 0.035``; ""
+    when nothing does or the dataset is not synthetic. The config hash is of the flags, so a
+    recalibrated preset (digest/data/presets.py) leaves the spec, and the hash, as they were: this
+    is what makes such a run stale."""
+    try:
+        info, now = parse_spec(run.flags.get("dataset", "synthetic"))
+    except ValueError:
+        return ""
+    recorded = ((summary.get("dataset") or {}).get("meta") or {}).get("options") or {}
+    if info.kind != "synthetic" or not recorded:
+        return ""
+    return ", ".join(f"{k} {recorded[k]} -> {v}" for k, v in sorted(now.items())
+                     if k in recorded and recorded[k] != v)
+
+
 def load(root: str | Path, suite: str | None = None) -> Loaded:
     root = Path(root)
     if suite is not None:
@@ -82,8 +103,10 @@ def load(root: str | Path, suite: str | None = None) -> Loaded:
             runs = [r for r in runs if str(r.directory(".")) in planned]
         for run in runs:
             rec = read_record(run.directory(root), run.hash)
-            if rec is None:
-                missing.append(f"{run.dataset} {run.name}")
+            changed = graph_changed(run, rec.summary) if rec is not None else ""
+            if rec is None or changed:  # a run on a graph the spec no longer draws is not its run
+                missing.append(f"{run.dataset} {run.name}"
+                               + (f" (graph changed: {changed})" if changed else ""))
             else:
                 records.append(rec)
         first = [r for r in records if not r.round]

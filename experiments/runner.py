@@ -22,10 +22,10 @@ from pathlib import Path
 
 from tqdm import tqdm
 
-from digest.data.registry import parse_spec
 from digest.training.metrics import write_json
 
 from .config import Run, expand, load_suite
+from .load import graph_changed
 from .schedule import interleave
 
 REPO = Path(__file__).resolve().parents[1]
@@ -64,23 +64,6 @@ def is_complete(run: Run, directory: Path, summary: dict | None) -> bool:
     record = read_json(directory / "run.json")
     return bool(summary and summary.get("status") == "complete" and record
                 and record.get("hash") == run.hash and not graph_changed(run, summary))
-
-
-def graph_changed(run: Run, summary: dict) -> str:
-    """What differs between the generator options a synthetic run recorded (summary.json's
-    dataset.meta.options) and those its spec resolves to now, e.g. ``signal 0.1 -> 0.035``; ""
-    when nothing does or the dataset is not synthetic. The config hash is of the flags, so a
-    recalibrated preset (digest/data/presets.py) leaves the spec, and the hash, as they were: this
-    is what makes such a run stale."""
-    try:
-        info, now = parse_spec(run.flags.get("dataset", "synthetic"))
-    except ValueError:
-        return ""
-    recorded = ((summary.get("dataset") or {}).get("meta") or {}).get("options") or {}
-    if info.kind != "synthetic" or not recorded:
-        return ""
-    return ", ".join(f"{k} {recorded[k]} -> {v}" for k, v in sorted(now.items())
-                     if k in recorded and recorded[k] != v)
 
 
 def launch(run: Run, directory: Path, python: str = sys.executable) -> int:
