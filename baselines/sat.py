@@ -161,9 +161,8 @@ class SatHalo(StaleHalo):
         use = self.trained[layer] and not self.closed[layer]
         if use or due:
             window = torch.stack(list(self.snaps[layer]), 1)  # [k, W_t, F], oldest first
-            P = self.predictors[str(layer)]
             with torch.set_grad_enabled(due and self.opt is not None):
-                pred = P(window, g.adj).index_select(0, g.halo_pos)
+                pred = self.predict(layer, window)
             if due:
                 self.kept[layer] = (pred, window)
             if use:
@@ -282,7 +281,6 @@ class SatHalo(StaleHalo):
           "predictor (LSTM + GCN on the temporal graph) trained online at each sync",
           options=(StoreOptions, SatOptions, ParamOptions))
 def sat(cfg, part, plan, model):
-    if cfg.options.sat_snapshots == "sync":
-        from .sat_sync import SyncSatHalo  # a subclass of SatHalo: imported here, not at the top
-        return SyncSatHalo(part, plan, model, cfg), make_param_policy(cfg)
-    return SatHalo(part, plan, model, cfg), make_param_policy(cfg)
+    from .sat_sync import SyncSatHalo  # a subclass of SatHalo: imported here, not at the top
+    policy = SyncSatHalo if cfg.options.sat_snapshots == "sync" else SatHalo
+    return policy(part, plan, model, cfg), make_param_policy(cfg)
