@@ -61,6 +61,7 @@ from digest.runtime import comm
 
 from .quantize import mix
 from .sat_predictor import TemporalGraph, make_predictor, temporal_edges
+from .sat_sync import SyncSnapshots
 
 PREDICTORS = ("lstm-gcn", "identity", "mean")
 SNAPSHOTS = ("step", "sync")
@@ -277,10 +278,13 @@ class SatHalo(StaleHalo):
         self.trained, self.closed = dict(state["trained"]), dict(state["closed"])
 
 
+class SyncSatHalo(SyncSnapshots, SatHalo):
+    """``--sat-snapshots sync``: snapshots at syncs (baselines/sat_sync.py)."""
+
+
 @register("sat", "SAT: DIGEST whose stale halo rows are replaced between syncs by a learned "
           "predictor (LSTM + GCN on the temporal graph) trained online at each sync",
           options=(StoreOptions, SatOptions, ParamOptions))
 def sat(cfg, part, plan, model):
-    from .sat_sync import SyncSatHalo  # a subclass of SatHalo: imported here, not at the top
     policy = SyncSatHalo if cfg.options.sat_snapshots == "sync" else SatHalo
     return policy(part, plan, model, cfg), make_param_policy(cfg)

@@ -27,11 +27,10 @@ from torch import Tensor
 
 from digest.policies.store import StaleHalo
 
-from .sat import SatHalo
 
-
-class SyncSatHalo(SatHalo):
-    """SAT whose window holds the last W syncs' fresh rows (module docstring)."""
+class SyncSnapshots:
+    """SAT whose window holds the last W syncs' fresh rows (module docstring): a mixin placed
+    before ``SatHalo`` (baselines/sat.py ``SyncSatHalo``), so that this file does not import it."""
 
     def __init__(self, part, plan, model, cfg):
         super().__init__(part, plan, model, cfg)
