@@ -19,7 +19,9 @@ halo rows replaced, between store refreshes, by a small learned predictor's extr
   runs on the 2-hop neighbourhood of H_m in T_m (the same output; a test compares it with all of
   T_m). ``--sat-predictor identity`` returns the last snapshot's halo rows, i.e. the store rows:
   DIGEST, for tests and as an ablation; ``mean`` returns the window's mean (nothing learned),
-  an ablation asking whether the rows' own history predicts them.
+  an ablation asking whether the rows' own history predicts them. ``--sat-residual`` adds the
+  GCN's output (last layer zero-initialised) to a base, the last snapshot or, with
+  ``--sat-base mean``, the window's mean: untrained, the predictor is DIGEST or ``mean``.
 - Use: the prediction, detached (no gradient from the GNN loss reaches P, nothing is sent), from
   P_l's first training step on; before it DIGEST's store rows *(choice: warm-up)*.
   ``--sat-gate``: after a sync, a layer whose prediction error was not below the staleness error
@@ -65,6 +67,7 @@ from .sat_sync import SyncSnapshots
 
 PREDICTORS = ("lstm-gcn", "identity", "mean")
 SNAPSHOTS = ("step", "sync")
+BASES = ("last", "mean")
 
 
 @dataclass
@@ -81,6 +84,9 @@ class SatOptions(Options):
     sat_residual: bool = option(False, "predict a correction to the store rows (last layer "
                                 "zero-initialised: the untrained predictor is DIGEST) instead of "
                                 "the rows themselves (reference)")
+    sat_base: str = option("last", "with --sat-residual, what the correction is added to: last "
+                           "(the store rows) or mean (the window's mean: the untrained predictor "
+                           "is --sat-predictor mean)", choices=BASES)
     sat_snapshots: str = option("step", "when the window gains a snapshot: step (every step: "
                                 "this step's inner rows beside the store rows) or sync (at each "
                                 "sync: fresh inner and halo rows, so the window holds the halo "
@@ -104,6 +110,8 @@ class SatOptions(Options):
             raise ValueError(f"--sat-snapshots must be one of {', '.join(SNAPSHOTS)}")
         if self.sat_steps < 1:
             raise ValueError("--sat-steps must be >= 1")
+        if self.sat_base != "last" and not (self.sat_residual and self.sat_predictor == "lstm-gcn"):
+            raise ValueError("--sat-base mean needs --sat-residual and --sat-predictor lstm-gcn")
 
 
 # -- the policy -----------------------------------------------------------------------------------
@@ -122,7 +130,7 @@ class SatHalo(StaleHalo):
         self.hidden = list(range(1, len(self.widths) - 1))
         self.predictors = nn.ModuleDict({
             str(l): make_predictor(o.sat_predictor, self.widths[l], mix(cfg.seed, l, 7),
-                                   o.sat_residual)
+                                   o.sat_residual, o.sat_base)
             for l in self.hidden}).to(dev)
         params = list(self.predictors.parameters())
         self.opt = torch.optim.Adam(params, lr=o.sat_lr) if params else None

@@ -95,13 +95,14 @@ class Predictor(nn.Module):
     """One-layer LSTM over each node's window, then a 2-layer GCN with plain sum aggregation
     (``adj`` includes the self-loops). ``[k, W, F] -> [k, F]``.
 
-    ``residual``: the output is the last snapshot plus the GCN's, whose last layer starts at
-    zero, so the untrained predictor returns the store rows (DIGEST) and training learns a
-    correction to them (a choice; the reference predicts the rows themselves)."""
+    ``residual``: the output is a base plus the GCN's, whose last layer starts at zero, so
+    training learns a correction to the base (a choice; the reference predicts the rows
+    themselves). ``base``: ``last`` = the last snapshot (the store rows: untrained, DIGEST) or
+    ``mean`` = the window's mean (untrained, :class:`WindowMean`)."""
 
-    def __init__(self, width: int, residual: bool = False):
+    def __init__(self, width: int, residual: bool = False, base: str = "last"):
         super().__init__()
-        self.residual = residual
+        self.residual, self.base = residual, base
         self.lstm = nn.LSTM(width, width, num_layers=1, batch_first=True)
         self.lin1, self.lin2 = nn.Linear(width, width), nn.Linear(width, width)
         if residual:
@@ -112,7 +113,9 @@ class Predictor(nn.Module):
         _, (h, _) = self.lstm(window)  # final hidden state, zero initial state
         h = F.relu(torch.sparse.mm(adj, h[0] @ self.lin1.weight.t()) + self.lin1.bias)
         out = torch.sparse.mm(adj, h @ self.lin2.weight.t()) + self.lin2.bias
-        return window[:, -1] + out if self.residual else out
+        if not self.residual:
+            return out
+        return (window.mean(1) if self.base == "mean" else window[:, -1]) + out
 
 
 class Identity(nn.Module):
@@ -131,7 +134,8 @@ class WindowMean(nn.Module):
         return window.mean(1)
 
 
-def make_predictor(kind: str, width: int, seed: int, residual: bool = False) -> nn.Module:
+def make_predictor(kind: str, width: int, seed: int, residual: bool = False,
+                   base: str = "last") -> nn.Module:
     """The same initial parameters on every worker, without touching the global random stream."""
     if kind == "identity":
         return Identity()
@@ -139,4 +143,4 @@ def make_predictor(kind: str, width: int, seed: int, residual: bool = False) -> 
         return WindowMean()
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(seed)
-        return Predictor(width, residual)
+        return Predictor(width, residual, base)

@@ -97,6 +97,23 @@ def test_residual_predictor_starts_at_the_store_rows_and_learns_the_drift(seed):
     assert all(a < s for a, s in zip(after, stale)), (after, stale)
 
 
+def test_residual_on_the_window_mean_starts_at_the_mean():
+    """--sat-base mean: untrained, the residual predictor returns the window's mean exactly (the
+    ``mean`` ablation); its GCN's output is what training changes."""
+    torch.manual_seed(0)
+    n_inner, n_halo, width = 6, 3, 4
+    src, dst = random_graph(n_inner, n_halo, 10, 0)
+    g = TemporalGraph(n_inner, n_halo, src, dst)
+    window = torch.randn(int(g.nodes.numel()), 5, width)
+    P = make_predictor("lstm-gcn", width, seed=1, residual=True, base="mean")
+    mean = make_predictor("mean", width, seed=1)
+    assert torch.equal(P(window, g.adj), mean(window, g.adj))
+    assert torch.equal(P(window, g.adj), window.mean(1))
+    with torch.no_grad():
+        P.lin2.bias.fill_(1.0)
+    assert torch.allclose(P(window, g.adj), window.mean(1) + 1.0)
+
+
 # -- three workers --------------------------------------------------------------------------------
 
 WORKERS, I, STEPS = 3, 3, 8

@@ -62,6 +62,8 @@ BAD = [
     ("--sat-snapshots", "epoch", "argument --sat-snapshots: invalid choice: 'epoch'"),
     ("--sat-steps", "0", "--sat-steps must be >= 1"),
     ("--sat-residual=yes", None, "argument --sat-residual/--no-sat-residual: ignored explicit argument"),
+    ("--sat-base", "median", "argument --sat-base: invalid choice: 'median'"),
+    ("--sat-base", "mean", "--sat-base mean needs --sat-residual and --sat-predictor lstm-gcn"),
     ("--sat-gate=on", None, "argument --sat-gate/--no-sat-gate: ignored explicit argument 'on'"),
     ("--sat-shared=1", None, "argument --sat-shared/--no-sat-shared: ignored explicit argument"),
     # Sylvie
