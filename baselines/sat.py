@@ -81,9 +81,9 @@ class SatOptions(Options):
     sat_lr: float = option(0.1, "Adam learning rate of the predictors (reference lr_aux)")
     sat_replay: int = option(1, "sync pairs each predictor update trains on (the newest and the "
                              "R - 1 before it)")
-    sat_residual: bool = option(False, "predict a correction to the store rows (last layer "
-                                "zero-initialised: the untrained predictor is DIGEST) instead of "
-                                "the rows themselves (reference)")
+    sat_residual: bool = option(False, "predict a correction to a base, the store rows or "
+                                "--sat-base's (last layer zero-initialised: untrained, the "
+                                "predictor is the base) instead of the rows themselves (reference)")
     sat_base: str = option("last", "with --sat-residual, what the correction is added to: last "
                            "(the store rows) or mean (the window's mean: the untrained predictor "
                            "is --sat-predictor mean)", choices=BASES)
