@@ -12,6 +12,7 @@ from experiments.config import expand, load_suite
 @pytest.mark.parametrize("name,plan", [
     ("wave3", {("synthetic", "sat-I10"): 1, ("CS", "sat-I10"): 1, ("CS", "sat-I10-residual"): 1,
                ("CS", "sat-I10-sync-residual"): 1, ("CS", "sat-I10-sync-mean"): 1,
+               ("CS", "sat-I10-sync-resmean"): 1,
                ("synthetic", "sat-I10-residual"): 0, ("synthetic", "minibatch"): 3,
                ("CS", "minibatch"): 1, ("synthetic", "minibatch-b64"): 1, ("CS", "sylvie"): 3,
                ("synthetic", "exact"): 3, ("CS", "adaqp-2"): 3}),
@@ -23,5 +24,5 @@ def test_wave3_suites(name, plan):
     runs = expand(suite)
     count = Counter((r.dataset, r.label) for r in runs)
     assert {k: count[k] for k in plan} == plan
-    assert len(runs) == {"wave3": 40, "wave3_physics": 17}[name]
+    assert len(runs) == {"wave3": 41, "wave3_physics": 17}[name]
     assert all(r.flags["epochs"] == 200 and r.flags["workers"] == 4 for r in runs)
