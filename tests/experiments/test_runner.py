@@ -15,7 +15,7 @@ def test_a_suite_with_networks_runs_every_method_at_each():
     assert [r.name for r in runs] == ["exact@1gbit_w2_s0", "exact@100mbit_w2_s0",
                                       "varco-fixed-8@1gbit_w2_s0", "varco-fixed-8@100mbit_w2_s0"]
     assert runs[1].flags["emulate_network"] == "100mbit" and "--emulate-network" in runs[1].argv("d")
-    assert len(expand(load_suite("cluster"))) == 40 + 12 + 8 + 20  # second wave; authors' settings; 8 workers
+    assert len(expand(load_suite("cluster"))) == 40 + 12 + 8 + 6 + 20  # second wave; authors' settings; third wave; 8 workers
     with pytest.raises(ValueError, match="unknown key.s. network"):
         suite_from_dict({**SUITE, "network": ["1gbit"]})
 
