@@ -54,6 +54,19 @@ def _peer_lost(e: BaseException) -> bool:
         "timed out", "remote process exited", "communicator was aborted"))
 
 
+def _interrupted(e: BaseException) -> bool:
+    """Was ``e`` raised while a Ctrl-C unwound (a KeyboardInterrupt in its context chain)? A
+    SIGINT that lands inside ``torch.save`` makes the zip writer's cleanup raise a RuntimeError of
+    its own, which would otherwise be reported as this worker's failure."""
+    seen = set()
+    while e is not None and id(e) not in seen:
+        if isinstance(e, KeyboardInterrupt):
+            return True
+        seen.add(id(e))
+        e = e.__cause__ or e.__context__
+    return False
+
+
 def start_method() -> str:
     """``DIGEST_START_METHOD`` (forkserver by default; spawn where the OS has no forkserver)."""
     import multiprocessing as mp
@@ -131,6 +144,8 @@ def _guarded(fn, args: tuple, inherited=None):
         return fn(*args)
     except Exception as e:  # noqa: BLE001 - classified and reported below
         rank = os.environ.get("RANK", "?")
+        if _interrupted(e):
+            raise KeyboardInterrupt from None  # stopped by Ctrl-C, not failed
         if _peer_lost(e):
             if os.environ.get("DIGEST_DEBUG"):
                 traceback.print_exc()

@@ -115,3 +115,34 @@ def test_unknown_start_method_is_one_clear_error(monkeypatch):
     monkeypatch.setenv("DIGEST_START_METHOD", "threads")
     with pytest.raises(ValueError, match="DIGEST_START_METHOD='threads': choose from forkserver, spawn"):
         launch.start_method()
+
+
+def _raised(inner: BaseException | None, outer: Exception) -> Exception:
+    """``outer`` as raised while handling ``inner`` (None: raised on its own)."""
+    try:
+        try:
+            if inner is not None:
+                raise inner
+        finally:
+            raise outer
+    except Exception as e:  # noqa: BLE001
+        return e
+
+
+def test_an_error_raised_while_ctrl_c_unwinds_counts_as_interrupted():
+    # torch.save's zip writer raises this from its cleanup when a SIGINT lands mid-write
+    zip_error = RuntimeError("[enforce fail at inline_container.cc:672] . unexpected pos")
+    assert launch._interrupted(_raised(KeyboardInterrupt(), zip_error))
+    assert not launch._interrupted(_raised(None, RuntimeError("own failure")))
+    assert not launch._interrupted(_raised(ValueError("first"), RuntimeError("second")))
+    # two levels down: an error raised while handling an error raised while Ctrl-C unwound
+    try:
+        try:
+            raise KeyboardInterrupt
+        except KeyboardInterrupt:
+            try:
+                raise OSError("flush")
+            except OSError:
+                raise zip_error
+    except RuntimeError as e:
+        assert launch._interrupted(e)
