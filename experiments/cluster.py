@@ -28,6 +28,7 @@ from .costmodel import Network, modeled_epoch_times
 from .load import Loaded
 from .render import (cell, curves, markevery, md_table, panel_grid, panels, save, seed_labels,
                      style, times, titles)
+from .timing import evaluated_once, has_quota
 
 
 def emulated(loaded: Loaded) -> bool:
@@ -132,13 +133,18 @@ def markdown(tables: dict, loaded: Loaded, number: int = 6) -> str:
            f"network namespace of its own, one link to a virtual switch shaped to the bandwidth of "
            f"the column in both directions ({e['qdisc'].split(' rate')[0]} on each end, MTU "
            f"{e['mtu']}, no added latency); real gloo/TCP traffic crosses the links. The workers "
-           f"still share the host's cores ({machine.get('cores_shared', '?')}): no CPU isolation. "
+           f"still share the host's cores ({machine.get('cores_shared', '?')}): "
+           + ("each capped at C/M cores by a CPU quota where the header's contention lines say "
+              "so. " if any(has_quota(r.summary) for r in loaded.records)
+              else "no CPU isolation. ") +
            "Speedup over exact = exact's emulated time / the method's, same dataset, M and "
            "bandwidth. Modeled = experiments/costmodel.py at that bandwidth and zero latency: max "
            "over workers of CPU seconds + bytes / bandwidth (a worker with a core of its own); "
            "'cores shared as here': the CPU seconds multiplied by workers per core on this node "
            "(each worker computes at that fraction of a core); error = (modeled - emulated) / "
-           "emulated.\n"]
+           "emulated."
+           + (" This section reads round 0's runs, each its mean epoch (warm-up included); "
+              "section 2's speedups pair every round's runs." if loaded.later else "") + "\n"]
     et, mt, tt = tables["cluster_epoch_time"], tables["cluster_model"], tables["cluster_time_to_accuracy"]
     for (dataset, workers), part in et.groupby(["dataset", "workers"], sort=False):
         bws, rows = _pivot(part, lambda r: f"{cell(r.emulated_ms, '.0f')} ({times(r.speedup_vs_exact)})")
@@ -157,6 +163,8 @@ def markdown(tables: dict, loaded: Loaded, number: int = 6) -> str:
                    "emulated): one core per worker / cores shared as here\n\n")
         out.append(md_table(["method", *(f"modeled @ {b}" for b in bws)], rows))
         sub = tt[(tt.dataset == dataset) & (tt.workers == workers)]
+        if evaluated_once(loaded):  # a speed suite: no curve to read a time to accuracy from
+            continue
         for _, one in (sub.groupby("target", sort=False) if len(sub) else []):  # 0.98, 0.99, ...
             one = one.assign(bit_s=[part[part.bandwidth == b].bit_s.iloc[0]
                                     if (part.bandwidth == b).any() else 0 for b in one.bandwidth])

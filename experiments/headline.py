@@ -22,6 +22,7 @@ import pandas as pd
 
 from .config import exact_for, network_of
 from .layout import folders, page_path
+from .timing import NO_DIFFERENCE
 
 PRODUCTS = ("synthetic:nodes=40000,avg_degree=25,classes=47,features=100,communities=64,"
             "locality=0.97")
@@ -38,13 +39,15 @@ class Key:
     methods: tuple = ()
     workers: int = 4
     emulated: bool = False
+    speed: str | None = None  # a speed suite whose paired speedups (timing.csv) replace the ratio
 
 
 KEYS = (
     Key("repro", ("synthetic", "CS", "Physics"), ("partition", "digest-I10", "digest-I10-K3",
-                                                   "varco-variable")),
+                                                   "varco-variable"), speed="repro_speed"),
     Key("wave2", ("Physics",), ("pipegcn", "bnsgcn-p0.1", "sancus", "adaqp-2", "adaqp-8")),
-    Key("cluster", (PRODUCTS,), ("partition", "digest-I10", "varco-variable"), emulated=True),
+    Key("cluster", (PRODUCTS,), ("partition", "digest-I10", "varco-variable"), emulated=True,
+        speed="cluster_speed"),
     Key("arxiv"),
     Key("settings", ("Photo",), ("pipegcn", "pipegcn-smooth0.95", "adaqp-adaptive-4", "sage")),
     Key("wave3", ("CS",), ("sylvie", "sat-I10", "sat-I10-residual", "minibatch")),
@@ -104,12 +107,23 @@ def bandwidths(results: Path, dataset: str, workers: int) -> list[str]:
     return list(dict.fromkeys([ordered[-1], ordered[0]])) if ordered else []
 
 
+def paired(timing: pd.DataFrame | None, dataset: str, label: str, workers: int) -> str | None:
+    """A speed suite's per-epoch speedup (timing.csv: median of same-round ratios) with its 95%
+    interval, or None where it has no such row."""
+    row = _row(timing, dataset, label, workers)
+    if row is None or pd.isna(row["speedup_lo"]):
+        return None
+    text = f"{row['speedup']:.2f}x [{row['speedup_lo']:.2f}, {row['speedup_hi']:.2f}]"
+    return f"{text}, within noise" if row["verdict"] == NO_DIFFERENCE else text
+
+
 def rows(key: Key, root: Path = Path(".")) -> list[list[str]]:
     """The table rows of one Key, from the suite's committed tables under ``root``."""
     results = root / folders(key.suite)[0]
     acc, epoch = _csv(results / "accuracy.csv"), _csv(results / "epoch_time.csv")
     if acc is None or epoch is None:
         return []
+    timing = _csv(root / folders(key.speed)[0] / "timing.csv") if key.speed else None
     datasets = key.datasets or tuple(dict.fromkeys(acc.dataset))
     out = []
     for dataset in datasets:
@@ -132,11 +146,12 @@ def rows(key: Key, root: Path = Path(".")) -> list[list[str]]:
                     exact_mean, seeds = same
                     exact_pct = (f"{exact_mean * 100:.2f} (seed{'s' if len(seeds) > 1 else ''} "
                                  f"{', '.join(str(x) for x in seeds)})")
+                ratio = paired(timing, dataset, label, key.workers) or (
+                    ("-" if pd.isna(speedup) or math.isinf(speedup) else f"{speedup:.2f}x")
+                    + (" †" if bool(t.get("measured_apart", False)) else ""))
                 out.append([key.suite, GRAPHS.get(dataset, dataset), method, str(key.workers),
                             "loopback" if net is None else f"emulated {net}", str(int(a["seeds"])),
-                            _pct(a), exact_pct, _delta(a["test_mean"], exact_mean),
-                            ("-" if pd.isna(speedup) or math.isinf(speedup) else f"{speedup:.2f}x")
-                            + (" †" if bool(t.get("measured_apart", False)) else "")])
+                            _pct(a), exact_pct, _delta(a["test_mean"], exact_mean), ratio])
     return out
 
 
@@ -156,7 +171,12 @@ def table(page_dir: Path, root: Path = Path("."), keys=KEYS) -> str:
              "speedup = exact's measured mean epoch time / the method's, over loopback or through "
              "emulated links (cluster: its highest and lowest bandwidth), on the machine each "
              "suite's RUNLOG.md names; † = the method's runs and exact's ran at different commits "
-             "(different times and load): not a paired comparison.*", "",
+             "(different times and load): not a paired comparison" + (
+                 "; a speedup with [lo, hi] is its speed suite's (" + ", ".join(
+                     k.speed for k in keys if k.speed) + "), measured under the timing protocol: "
+                 "the median of paired same-round ratios and its 95% interval, 'within noise' "
+                 "where that overlaps the A/A interval" if any("[" in r[-1] for r in body)
+                 else "") + ".*", "",
              "| " + " | ".join(HEADER) + " |", "|" + "---|" * len(HEADER)]
     lines += ["| " + " | ".join(r) + " |" for r in body]
     return "\n".join(lines) + "\n"

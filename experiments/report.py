@@ -19,6 +19,12 @@ APART_NOTE = ("† The method's runs and exact's ran at different commits, i.e. 
               "under whatever load each had (RUNLOG.md says when): that speedup is not a paired "
               "comparison and may be off by the load difference alone.")
 
+SHORT_RUNS = ("A speed suite: each run is short and evaluated once, at its last epoch, so this is "
+              "the accuracy after that many epochs, not a trained model's; its suite's full-length "
+              "runs give the accuracy.")
+EVALUATED_ONCE = ("Every run of this suite was evaluated once, at its last epoch (a speed suite): "
+                  "no curve, so no time to accuracy here.")
+
 
 def runs_index(loaded: Loaded) -> pd.DataFrame:
     """runs.csv: every run's identity, command and own results, so per-seed comparisons (paired
@@ -108,6 +114,8 @@ def markdown(loaded: Loaded, tables: dict, net: Network | None, target, command:
     seeds = sorted(set(acc["seeds"]))
     out.append(f"\n## 1. Accuracy: test accuracy (%) at best validation, mean ± std over "
                f"{'/'.join(map(str, seeds))} seed(s)\n")
+    if timing.evaluated_once(loaded):
+        out.append(f"\n{SHORT_RUNS}\n")
     datasets = list(dict.fromkeys(acc["dataset"]))
     keys = list(dict.fromkeys(zip(acc["method"], acc["workers"])))
     keys.sort(key=lambda k: (loaded.labels.index(k[0]) if k[0] in loaded.labels else 99, k[1]))
@@ -124,7 +132,8 @@ def markdown(loaded: Loaded, tables: dict, net: Network | None, target, command:
     for prefix, title in [("", kind), *([(f"{net.column} ", net.column + " (not measured)")] if net else [])]:
         if not prefix and "timing" in tables:  # the timing protocol: paired over rounds
             out.append(timing_render.protocol_note(loaded, tables["timing"])
-                       + timing_render.epoch_tables(tables["timing"], kind))
+                       + timing_render.epoch_tables(tables["timing"], kind)
+                       + timing_render.floor_table(tables["timing"]))
             continue
         apart = False
         for dataset, part in _by_dataset(et):
@@ -147,11 +156,14 @@ def markdown(loaded: Loaded, tables: dict, net: Network | None, target, command:
     tta = tables["time_to_accuracy"]
     out.append(f"\n## 3. Time to accuracy (targets {_targets(target)} x exact's best val) and "
                "speedup over exact\n")
-    if tta.empty:
+    once = timing.evaluated_once(loaded)
+    if once:  # a speed suite: no curve to read a time to accuracy from
+        out.append(f"\n{EVALUATED_ONCE}\n")
+    elif tta.empty:
         out.append("\nNo exact run at the same dataset and M: no target, nothing to report.\n")
     if "timing_tta" in tables:  # the timing protocol: paired over rounds
         out.append(timing_render.tta_tables(tables["timing_tta"], kind))
-    for dataset, part in _by_dataset(tta):
+    for dataset, part in ([] if once else _by_dataset(tta)):
         if "timing_tta" not in tables:
             out.append(f"\n### {dataset}: {kind}\n\n")
             out.append(md_table(["target", "method", "M", "target val", "seeds reached",

@@ -281,11 +281,21 @@ def tta_speedups(loaded: Loaded, fractions, replicates: int = REPLICATES) -> pd.
     return pd.DataFrame(rows, columns=TTA_COLUMNS)
 
 
+def evaluated_once(loaded: Loaded) -> bool:
+    """Whether every run was evaluated at most once (a speed suite: evaluated at its last epoch
+    only), so that no run has a curve to read a time to accuracy from."""
+    return all(r.metrics["val_acc"].notna().sum() <= 1 for r in every_round(loaded))
+
+
 def build(loaded: Loaded, fractions) -> dict:
-    """The timing protocol's tables, {} for a suite that did not run it."""
+    """The timing protocol's tables, {} for a suite that did not run it; no time-to-accuracy
+    table for a suite whose runs were evaluated once."""
     if not applies(loaded):
         return {}
-    return {"timing": epoch_speedups(loaded), "timing_tta": tta_speedups(loaded, fractions)}
+    out = {"timing": epoch_speedups(loaded)}
+    if not evaluated_once(loaded):
+        out["timing_tta"] = tta_speedups(loaded, fractions)
+    return out
 
 
 # -- symmetric contention (docs/methods.md section 11) -------------------------------------------
@@ -299,6 +309,12 @@ def _pinning(text: str | None) -> str:
     return "not pinned (--pin-workers off)" if text == "off" else f"not pinned ({text})"
 
 
+def has_quota(summary: dict) -> bool:
+    """Whether a run's workers ran under a per-worker CPU quota (digest/runtime/placement.py)."""
+    quota = (summary.get("emulation") or {}).get("cpu_quota")
+    return quota is not None and not str(quota).startswith("none")
+
+
 def _quota(summary: dict) -> str:
     emulation = summary.get("emulation")
     if not emulation:
@@ -307,8 +323,8 @@ def _quota(summary: dict) -> str:
     if quota is None:
         return "CPU quota not recorded"
     quota = str(quota)
-    return f"no CPU quota ({quota.removeprefix('none: ')})" if quota.startswith("none") \
-        else f"CPU quota of {quota}"
+    return f"CPU quota of {quota}" if has_quota(summary) \
+        else f"no CPU quota ({quota.removeprefix('none: ')})"
 
 
 def contention(loaded: Loaded) -> list[str]:

@@ -82,6 +82,22 @@ def epoch_tables(timing: pd.DataFrame, kind: str) -> str:
     return "".join(out)
 
 
+def floor_table(timing: pd.DataFrame) -> str:
+    """The noise floor at every point: each A/A row's interval and its half-width, (hi - lo) / 2
+    in percent of a 1x ratio (pinned, quota-capped runs aim at 10% or less)."""
+    aa = timing[timing["verdict"] == "A/A (noise floor)"]
+    if aa.empty:
+        return ""
+    rows = [[r.dataset, r.method, r.workers, interval(r.speedup_lo, r.speedup_hi),
+             "" if _nan(r.speedup_lo) else f"{50 * (r.speedup_hi - r.speedup_lo):.1f}%"]
+            for r in aa.itertuples()]
+    return ("\n### The noise floor at each point\n\nThe A/A interval (exact against its twin "
+            "label, paired like every method) and its half-width, (hi - lo) / 2 of a 1x ratio: "
+            "a speedup must clear this much before it means anything at its point.\n\n"
+            + md_table(["dataset", "A/A label", "M", f"interval [{LEVEL:.0%}]", "half-width"],
+                       rows))
+
+
 def tta_tables(tta: pd.DataFrame, kind: str) -> str:
     """Section 3's paired time-to-accuracy speedups, on the training clock."""
     if tta.empty:

@@ -12,6 +12,7 @@ import pandas as pd
 import pytest
 
 from experiments import headline, pages, recompute, runlog
+from experiments.timing import NO_DIFFERENCE
 from helpers import fake_suite, recompute_args as args
 
 BEGIN, END = "<!-- generated:begin (python -m experiments.pages; do not edit) -->", "<!-- generated:end -->"
@@ -179,6 +180,28 @@ def test_headline_rows_come_from_the_committed_tables(tmp_path, monkeypatch):
         "| [cluster](results/cluster/tables.md) | products-like (synthetic) | digest-I10 | 4 | "
         "emulated 50mbit | 3 | 98.67 ± 0.40 | 98.74 ± 0.40 | -0.07 | 6.93x |"]
     assert "](repro.md)" in headline.table(Path("results"), keys=keys)  # links from results/
+
+
+def test_a_speed_suite_s_paired_speedup_replaces_the_ratio_of_means(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    write_tables(Path("results"), [("CS", "exact", 0.9275, 1.0), ("CS", "partition", 0.9216, 1.41),
+                                   ("CS", "digest-I10", 0.92794, 1.16)])
+    keys = (headline.Key("repro", ("CS",), ("partition", "digest-I10"), speed="repro_speed"),)
+    before = headline.table(Path("."), keys=keys)
+    assert "1.41x |" in before and "speed suite" not in before  # no repro_speed tables yet
+    Path("results/repro_speed").mkdir(parents=True)
+    pd.DataFrame([{"dataset": "CS", "method": m, "workers": 4, "speedup": v, "speedup_lo": lo,
+                   "speedup_hi": hi, "verdict": verdict}
+                  for m, v, lo, hi, verdict in (
+                      ("exact-aa", 1.0, 0.95, 1.06, "A/A (noise floor)"),
+                      ("partition", 1.32, 1.21, 1.40, "faster"),
+                      ("digest-I10", 1.04, 0.97, 1.10, NO_DIFFERENCE))]
+                 ).to_csv("results/repro_speed/timing.csv", index=False)
+    text = headline.table(Path("."), keys=keys)
+    body = [line for line in text.splitlines() if line.startswith("| [")]
+    assert body[0].endswith("| -0.59 | 1.32x [1.21, 1.40] |")
+    assert body[1].endswith("| +0.04 | 1.04x [0.97, 1.10], within noise |")
+    assert "its speed suite's (repro_speed), measured under the timing protocol" in text
 
 
 def test_a_one_seed_row_is_compared_with_exact_at_its_seed(tmp_path, monkeypatch):

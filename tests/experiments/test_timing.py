@@ -215,9 +215,29 @@ def test_tables_md_prints_paired_speedups_beside_the_noise_floor(suite, tmp_path
     assert "| partition | 150.0 | no measurable difference (1.00x [" in md
     assert "| exact-aa | 150.0 | 1.00x [" in md and "] (A/A: noise floor) |" in md
     assert "Warm-up: the first 2 epoch(s) of each run (of 6) are left out" in md
+    aa = timing.epoch_speedups(load(root, path)).set_index("method").loc["exact-aa"]
+    half = 50 * (aa.speedup_hi - aa.speedup_lo)  # the noise floor's half-width, in percent
+    assert 0 < half < 5 and "### The noise floor at each point" in md
+    assert (f"| synthetic | exact-aa | 4 | [{aa.speedup_lo:.2f}, {aa.speedup_hi:.2f}] | "
+            f"{half:.1f}% |") in md
     assert "Contention: 4 worker(s) shared 2 core(s), pinned" in md
     assert "Runs: 12 complete of 12" in md
     runs = pd.read_csv(out / "runs.csv")
     assert len(runs) == 12 and sorted(set(runs["round"])) == [0, 1, 2]
     acc = pd.read_csv(out / "accuracy.csv")  # the per-seed tables: round 0, one run per seed
     assert set(acc["seeds"]) == {1}
+
+
+def test_a_speed_suite_evaluated_once_gets_speedups_but_no_time_to_accuracy(tmp_path):
+    from experiments import report, tables
+    path = tmp_path / "speed.yaml"
+    path.write_text(yaml.safe_dump({**SUITE, "name": "speed"}))
+    once = [float("nan")] * 5 + [0.9]  # evaluated at the last epoch only
+    for run in expand(load_suite(str(path))):
+        write(tmp_path / "runs", run, times(run.label, run.round), once)
+    loaded = load(tmp_path / "runs", str(path))
+    assert timing.evaluated_once(loaded) and set(timing.build(loaded, (0.98,))) == {"timing"}
+    tables.write(loaded, tmp_path / "out", None, (0.98,), "cmd")
+    md = (tmp_path / "out" / "tables.md").read_text()
+    assert report.EVALUATED_ONCE in md and "| digest-I10 | 75.0 | 2.00x [2.00, 2.00] |" in md
+    assert report.SHORT_RUNS in md and "Time to accuracy on the training clock" not in md
