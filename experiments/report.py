@@ -115,7 +115,7 @@ def markdown(loaded: Loaded, tables: dict, net: Network | None, target, command:
     out.append(f"\n## 1. Accuracy: test accuracy (%) at best validation, mean ± std over "
                f"{'/'.join(map(str, seeds))} seed(s)\n")
     if timing.evaluated_once(loaded):
-        out.append(f"\n{SHORT_RUNS}\n")
+        out.append(f"\n{SHORT_RUNS}\n\n")
     datasets = list(dict.fromkeys(acc["dataset"]))
     keys = list(dict.fromkeys(zip(acc["method"], acc["workers"])))
     keys.sort(key=lambda k: (loaded.labels.index(k[0]) if k[0] in loaded.labels else 99, k[1]))
