@@ -146,6 +146,7 @@ def markdown(tables: dict, loaded: Loaded, number: int = 6) -> str:
            + (" This section reads round 0's runs, each its mean epoch (warm-up included); "
               "section 2's speedups pair every round's runs." if loaded.later else "") + "\n"]
     et, mt, tt = tables["cluster_epoch_time"], tables["cluster_model"], tables["cluster_time_to_accuracy"]
+    once = evaluated_once(loaded)  # a speed suite: no curve to read a time to accuracy from
     for (dataset, workers), part in et.groupby(["dataset", "workers"], sort=False):
         bws, rows = _pivot(part, lambda r: f"{cell(r.emulated_ms, '.0f')} ({times(r.speedup_vs_exact)})")
         out.append(f"\n### {dataset}, M={workers}: ms per epoch, emulated @ each bandwidth "
@@ -163,7 +164,7 @@ def markdown(tables: dict, loaded: Loaded, number: int = 6) -> str:
                    "emulated): one core per worker / cores shared as here\n\n")
         out.append(md_table(["method", *(f"modeled @ {b}" for b in bws)], rows))
         sub = tt[(tt.dataset == dataset) & (tt.workers == workers)]
-        if evaluated_once(loaded):  # a speed suite: no curve to read a time to accuracy from
+        if once:
             continue
         for _, one in (sub.groupby("target", sort=False) if len(sub) else []):  # 0.98, 0.99, ...
             one = one.assign(bit_s=[part[part.bandwidth == b].bit_s.iloc[0]

@@ -114,7 +114,8 @@ def markdown(loaded: Loaded, tables: dict, net: Network | None, target, command:
     seeds = sorted(set(acc["seeds"]))
     out.append(f"\n## 1. Accuracy: test accuracy (%) at best validation, mean ± std over "
                f"{'/'.join(map(str, seeds))} seed(s)\n")
-    if timing.evaluated_once(loaded):
+    once = timing.evaluated_once(loaded)  # a speed suite: short runs, no curve
+    if once:
         out.append(f"\n{SHORT_RUNS}\n\n")
     datasets = list(dict.fromkeys(acc["dataset"]))
     keys = list(dict.fromkeys(zip(acc["method"], acc["workers"])))
@@ -156,8 +157,7 @@ def markdown(loaded: Loaded, tables: dict, net: Network | None, target, command:
     tta = tables["time_to_accuracy"]
     out.append(f"\n## 3. Time to accuracy (targets {_targets(target)} x exact's best val) and "
                "speedup over exact\n")
-    once = timing.evaluated_once(loaded)
-    if once:  # a speed suite: no curve to read a time to accuracy from
+    if once:  # no curve to read a time to accuracy from
         out.append(f"\n{EVALUATED_ONCE}\n")
     elif tta.empty:
         out.append("\nNo exact run at the same dataset and M: no target, nothing to report.\n")
