@@ -14,6 +14,7 @@ RANK / LOCAL_RANK / WORLD_SIZE / MASTER_ADDR / MASTER_PORT.
 """
 from __future__ import annotations
 
+import atexit
 import logging
 import os
 import signal
@@ -92,6 +93,23 @@ def prestart(modules: tuple = ()) -> None:
     from multiprocessing import forkserver
     mp.set_forkserver_preload([*PRELOAD, *modules])  # only read when the server starts
     forkserver.ensure_running()
+    atexit.unregister(_stop_forkserver)  # once, however often prestart is called
+    atexit.register(_stop_forkserver)
+
+
+def _stop_forkserver() -> None:
+    """At exit: end the forkserver now. It would exit on its own once this process is gone, but
+    only after its imports finish (seconds on a loaded machine), so a command refused right after
+    ``prestart`` (a bad --workers) would leave a process importing torch behind it."""
+    from multiprocessing import forkserver
+    pid = getattr(forkserver._forkserver, "_forkserver_pid", None)
+    if pid is None:
+        return
+    try:
+        os.kill(pid, signal.SIGKILL)
+        os.waitpid(pid, 0)
+    except (ProcessLookupError, ChildProcessError):
+        pass  # already gone (or reaped by multiprocessing)
 
 
 class _Inherit:

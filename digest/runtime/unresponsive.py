@@ -17,6 +17,7 @@ import threading
 from pathlib import Path
 
 _DIR = "DIGEST_PID_DIR"
+_PREFIX = "digest-pids-"
 
 
 def register() -> None:
@@ -26,12 +27,23 @@ def register() -> None:
         Path(where, os.environ["RANK"]).write_text(str(os.getpid()))
 
 
+def _sweep() -> None:
+    """Remove the pid folders of launchers that are gone: ``__exit__`` removes its own, but a
+    launcher killed by SIGKILL cannot (each folder is named after its launcher's pid)."""
+    import psutil
+    for d in Path(tempfile.gettempdir()).glob(f"{_PREFIX}*-*"):
+        pid = d.name[len(_PREFIX):].split("-", 1)[0]
+        if pid.isdigit() and not psutil.pid_exists(int(pid)):
+            shutil.rmtree(d, ignore_errors=True)
+
+
 class Watch(threading.Thread):
     """``with Watch() as w: launch(..., env=w.env)``; ``w.stopped``: the ranks found stopped."""
 
     def __init__(self, interval: float = 0.5):
         super().__init__(daemon=True, name="digest-unresponsive")
-        self.dir = tempfile.mkdtemp(prefix="digest-pids-")
+        _sweep()
+        self.dir = tempfile.mkdtemp(prefix=f"{_PREFIX}{os.getpid()}-")
         self.env = {_DIR: self.dir}
         self.stopped: set[int] = set()
         self.interval, self._done = interval, threading.Event()

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from digest.runtime import launch
-from helpers import cli, rows
+from helpers import ROOT, cli, rows
 
 TORCHRUN = str(Path(sys.executable).with_name("torchrun"))
 TRAIN = ["-m", "digest", "train", "--dataset", "synthetic:nodes=400", "--hidden", "16",
@@ -109,6 +109,23 @@ def test_workers_get_the_launchers_environment_directory_and_output_at_launch_ti
                                                     "forkserver"}
     printed = capfd.readouterr().out
     assert "worker 0 says hello" in printed and "worker 1 says hello" in printed
+
+
+def test_a_process_that_exits_right_after_prestart_leaves_no_forkserver(tmp_path):
+    # the CLI pre-starts the forkserver before it checks --workers against the graph; refused
+    # there, it exits while the server still imports torch, which took longer than the 5 s the
+    # command-line tests give survivors on a loaded machine
+    import subprocess
+    import psutil
+    code = ("from multiprocessing import forkserver; from digest.runtime import launch; "
+            "launch.prestart(); print(forkserver._forkserver._forkserver_pid, flush=True)")
+    # output to files: a pipe would wait for the forkserver too, which inherits it
+    with open(tmp_path / "out", "w") as out, open(tmp_path / "err", "w") as err:
+        rc = subprocess.call([sys.executable, "-c", code], stdout=out, stderr=err, timeout=60,
+                             cwd=tmp_path, env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert rc == 0, (tmp_path / "err").read_text()
+    pid = int((tmp_path / "out").read_text().split()[-1])
+    assert not psutil.pid_exists(pid) or psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
 
 
 def test_unknown_start_method_is_one_clear_error(monkeypatch):

@@ -47,3 +47,18 @@ def test_register_writes_the_pid_under_the_rank(tmp_path, monkeypatch):
     monkeypatch.setenv("RANK", "3")
     register()
     assert (tmp_path / "3").read_text() == str(psutil.Process().pid)
+
+
+def test_a_dead_launchers_pid_folder_is_swept(tmp_path, monkeypatch):
+    import tempfile
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    dead = subprocess.Popen(["true"])
+    dead.wait()
+    gone = tmp_path / f"digest-pids-{dead.pid}-abc"  # a launcher SIGKILLed mid-run left it
+    mine = tmp_path / f"digest-pids-{psutil.Process().pid}-def"  # a live launcher's
+    other = tmp_path / "digest-pids-xyz"  # not named after a pid: not ours to judge
+    for d in (gone, mine, other):
+        d.mkdir()
+    watch = Watch()
+    assert not gone.exists() and mine.exists() and other.exists()
+    assert Path(watch.dir).parent == tmp_path and Path(watch.dir).name.startswith(mine.name[:-3])
