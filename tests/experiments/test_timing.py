@@ -222,6 +222,8 @@ def test_tables_md_prints_paired_speedups_beside_the_noise_floor(suite, tmp_path
             f"{half:.1f}% |") in md
     assert "Contention: 4 worker(s) shared 2 core(s), pinned" in md
     assert "Runs: 12 complete of 12" in md
+    from experiments import runlog  # its count too: every round's runs, not round 0's 4
+    assert "Runs: 12 complete of 12 planned" in runlog.render(path, root, None, out, "cmd")
     runs = pd.read_csv(out / "runs.csv")
     assert len(runs) == 12 and sorted(set(runs["round"])) == [0, 1, 2]
     acc = pd.read_csv(out / "accuracy.csv")  # the per-seed tables: round 0, one run per seed
