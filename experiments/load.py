@@ -47,6 +47,11 @@ class Loaded:
     later: list = field(default_factory=list)    # RunRecords of rounds 1.., in suite order
     warmup: int = WARMUP     # the suite's warm-up epochs (docs/methods.md section 11)
 
+    @property
+    def done(self) -> int:
+        """Complete runs, every round's (``records`` holds round 0's alone)."""
+        return len(self.records) + len(self.later)
+
 
 def _json(path: Path) -> dict | None:
     try:

@@ -126,8 +126,7 @@ def _run(args, suite, results: Path, runs: str, plots_dir: str, command: str) ->
     for line in diff:
         print(line)
     missing = f"; {len(loaded.missing)} of the suite's runs missing" if loaded.missing else ""
-    runs_done = len(loaded.records) + len(loaded.later)  # every round's runs
-    print(f"recompute: {runs_done} committed runs of suite {suite.name}{missing}: "
+    print(f"recompute: {loaded.done} committed runs of suite {suite.name}{missing}: "
           + (f"{len(diff)} difference(s) with {results}" if diff else f"{results} reproduced exactly"),
           file=sys.stderr)
     return 1 if diff else 0

@@ -67,8 +67,7 @@ def header(loaded: Loaded, net: Network | None, target, command: str) -> str:
     for v in _distinct(s.get("versions", {}) for s in sums):
         lines.append("Software: " + ", ".join(f"{k} {x}" for k, x in v.items()))
     lines.append("Git commit: " + ", ".join(sorted({str(s.get("git_commit")) for s in sums})))
-    done = len(loaded.records) + len(loaded.later)
-    lines.append(f"Runs: {done} complete" + (f" of {loaded.expected}" if loaded.expected else "")
+    lines.append(f"Runs: {loaded.done} complete" + (f" of {loaded.expected}" if loaded.expected else "")
                  + (f"; missing: {', '.join(loaded.missing)}" if loaded.missing else ""))
     lines += [f"Skipped by the runner: {note}" for note in loaded.skipped]
     lines += ["", "Per-run commands (with config and results) are in runs.csv; one per method:", ""]

@@ -212,7 +212,7 @@ def render(suite_ref: str, runs: Path, samples: Path | None, out_dir: Path, comm
              f"plan_{suite.name}.json) and the load samples ({src}); do not edit: `./run_all.sh "
              f"--check {suite.name}` fails when this file differs from what they give.", "",
              f"Command: `{command}`; each run's own command is in its summary.json and in runs.csv.",
-             f"Runs: {len(loaded.records) + len(loaded.later)} complete of {loaded.expected} planned"
+             f"Runs: {loaded.done} complete of {loaded.expected} planned"
              + (f" (plan_{suite.name}.json)" if "runs" in plan else "")
              + (f", missing: {', '.join(loaded.missing)}" if loaded.missing else "")
              + f"; {len(items)} run folder(s).", "",

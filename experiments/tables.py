@@ -298,7 +298,7 @@ def main(argv=None) -> int:
     command = os.environ.get("RUN_ALL_COMMAND") or "python -m experiments.tables " + " ".join(
         sys.argv[1:] if argv is None else argv)
     written = write(loaded, Path(args.out), net, args.target, command, args.emulated_time)
-    print(f"tables: {len(loaded.records) + len(loaded.later)} runs -> {args.out}/" + ", ".join(written))
+    print(f"tables: {loaded.done} runs -> {args.out}/" + ", ".join(written))
     return 0
 
 
