@@ -111,6 +111,7 @@ def test_workers_get_the_launchers_environment_directory_and_output_at_launch_ti
     assert "worker 0 says hello" in printed and "worker 1 says hello" in printed
 
 
+@pytest.mark.slow  # a new interpreter that imports torch
 def test_a_process_that_exits_right_after_prestart_leaves_no_forkserver(tmp_path):
     # the CLI pre-starts the forkserver before it checks --workers against the graph; refused
     # there, it exits while the server still imports torch, which took longer than the 5 s the
