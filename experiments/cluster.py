@@ -28,7 +28,8 @@ from .costmodel import Network, modeled_epoch_times
 from .load import Loaded
 from .render import (cell, curves, markevery, md_table, panel_grid, panels, save, seed_labels,
                      style, times, titles)
-from .timing import evaluated_once, has_quota
+from .contention import has_quota
+from .timing import evaluated_once
 
 
 def emulated(loaded: Loaded) -> bool:

@@ -36,7 +36,7 @@ TABLES = ("tables.md", "accuracy.csv", "epoch_time.csv", "time_to_accuracy.csv",
           "method_state.csv",
           "runs.csv", "straggler.csv", "pareto.csv", "cluster_epoch_time.csv", "cluster_model.csv",
           "cluster_time_to_accuracy.csv", "timing.csv",
-          "timing_tta.csv")  # every file experiments.tables may write
+          "timing_tta.csv", "timing_floor_seeds.csv")  # every file experiments.tables may write
 
 
 def differences(committed: Path, recomputed: Path, names=TABLES) -> list[str]:
@@ -111,7 +111,7 @@ def _run(args, suite, results: Path, runs: str, plots_dir: str, command: str) ->
         written = tables.write(loaded, results, net, tables.TARGETS, command)
         plots.main(["--suite", args.suite, "--runs", runs, "--out", args.plots or plots_dir,
                     "--network", args.network])
-        print(f"recompute: {len(loaded.records)} runs -> {results}/" + ", ".join(written))
+        print(f"recompute: {loaded.done} runs -> {results}/" + ", ".join(written))
         try:  # and the run log and generated blocks (experiments/pages.py)
             rewritten = pages.write(_pages(args, suite, results, runs, plots_dir, command))
         except pages.MarkerError as e:

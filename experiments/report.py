@@ -6,7 +6,7 @@ import json
 
 import pandas as pd
 
-from . import timing, timing_render
+from . import contention, timing, timing_render
 from .cluster import markdown as cluster_markdown
 from .config import base_label, exact_for
 from .costmodel import Network
@@ -63,7 +63,7 @@ def header(loaded: Loaded, net: Network | None, target, command: str) -> str:
                                s.get("machine", {}).get("threads_per_worker")) for s in sums),
                     key=lambda t: t[0] or 0)
     lines.append("Cores shared by workers: " + "; ".join(f"{c} ({t} thread(s) each)" for _, c, t in shared))
-    lines += timing.contention(loaded)  # runs that recorded their pinning / CPU quota
+    lines += contention.contention(loaded)  # runs that recorded their pinning / CPU quota
     for v in _distinct(s.get("versions", {}) for s in sums):
         lines.append("Software: " + ", ".join(f"{k} {x}" for k, x in v.items()))
     lines.append("Git commit: " + ", ".join(sorted({str(s.get("git_commit")) for s in sums})))
@@ -133,7 +133,8 @@ def markdown(loaded: Loaded, tables: dict, net: Network | None, target, command:
         if not prefix and "timing" in tables:  # the timing protocol: paired over rounds
             out.append(timing_render.protocol_note(loaded, tables["timing"])
                        + timing_render.epoch_tables(tables["timing"], kind)
-                       + timing_render.floor_table(tables["timing"]))
+                       + timing_render.floor_table(tables["timing"])
+                       + timing_render.seed_floor_table(tables.get("timing_floor_seeds")))
             continue
         apart = False
         for dataset, part in _by_dataset(et):

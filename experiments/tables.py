@@ -10,7 +10,8 @@ header names the machine, versions, commit and commands, read from the runs' sum
 some run has stragglers (``--slow-workers``), also straggler.csv (pace of the fast and the slow
 workers, total time, accuracy, staleness observed); when the suite ran the timing protocol (rounds
 or an A/A label: experiments/timing.py), also timing.csv and timing_tta.csv (paired speedups with
-their interval and the A/A noise floor), which sections 2 and 3 of tables.md then print.
+their interval and the A/A noise floor), which sections 2 and 3 of tables.md then print, and,
+where the A/A label ran at several seeds, timing_floor_seeds.csv (its floor at each seed apart).
 """
 from __future__ import annotations
 

@@ -206,6 +206,31 @@ def epoch_speedups(loaded: Loaded, replicates: int = REPLICATES) -> pd.DataFrame
     return pd.DataFrame(rows, columns=EPOCH_COLUMNS)
 
 
+SEED_FLOOR_COLUMNS = ["dataset", "method", "workers", "seed", "pairs", "aa", "aa_lo", "aa_hi",
+                      "half_width_pct"]
+
+
+def seed_floors(loaded: Loaded, replicates: int = REPLICATES) -> pd.DataFrame:
+    """timing_floor_seeds.csv: the A/A interval at each seed apart (its rounds' pairs alone), for
+    a suite whose A/A label ran at more than one seed; timing.csv's floor pools the seeds. Empty
+    where every A/A point has one seed (there the two are the same)."""
+    records = every_round(loaded)
+    pairs = _pairs(records)
+    rows = []
+    for (dataset, label, workers), both in pairs.items():
+        seeds = sorted({b.seed for _, b in both})
+        if not is_aa(label) or len(seeds) < 2:
+            continue
+        for seed in seeds:
+            iv = paired_ratio([(timed(a.metrics, loaded.warmup), timed(b.metrics, loaded.warmup))
+                               for a, b in both if b.seed == seed], replicates)
+            if iv is not None:
+                rows.append({"dataset": dataset, "method": label, "workers": workers,
+                             "seed": seed, "pairs": iv.pairs, "aa": iv.median, "aa_lo": iv.lo,
+                             "aa_hi": iv.hi, "half_width_pct": 50 * (iv.hi - iv.lo)})
+    return pd.DataFrame(rows, columns=SEED_FLOOR_COLUMNS)
+
+
 def time_to_target(metrics: pd.DataFrame, target: float) -> dict | None:
     """The first epoch whose val_acc >= target: its training-clock time (s), the evaluation
     seconds left out up to it, epochs run; None if never."""
@@ -293,52 +318,9 @@ def build(loaded: Loaded, fractions) -> dict:
     if not applies(loaded):
         return {}
     out = {"timing": epoch_speedups(loaded)}
+    seeds = seed_floors(loaded)
+    if not seeds.empty:  # the A/A ran at several seeds: its floor at each apart
+        out["timing_floor_seeds"] = seeds
     if not evaluated_once(loaded):
         out["timing_tta"] = tta_speedups(loaded, fractions)
     return out
-
-
-# -- symmetric contention (docs/methods.md section 11) -------------------------------------------
-def _pinning(text: str | None) -> str:
-    if text is None:
-        return "pinning not recorded"
-    if text.startswith("worker "):
-        return "pinned (worker w on core w mod C)"
-    if text.startswith("not needed"):
-        return "not pinned (not needed: no more workers than cores)"
-    return "not pinned (--pin-workers off)" if text == "off" else f"not pinned ({text})"
-
-
-def has_quota(summary: dict) -> bool:
-    """Whether a run's workers ran under a per-worker CPU quota (digest/runtime/placement.py)."""
-    quota = (summary.get("emulation") or {}).get("cpu_quota")
-    return quota is not None and not str(quota).startswith("none")
-
-
-def _quota(summary: dict) -> str:
-    emulation = summary.get("emulation")
-    if not emulation:
-        return "no CPU quota (not emulated)"
-    quota = emulation.get("cpu_quota")
-    if quota is None:
-        return "CPU quota not recorded"
-    quota = str(quota)
-    return f"CPU quota of {quota}" if has_quota(summary) \
-        else f"no CPU quota ({quota.removeprefix('none: ')})"
-
-
-def contention(loaded: Loaded) -> list[str]:
-    """One line per distinct placement: how many workers shared how many cores, pinned or not,
-    with a CPU quota or not; none when no run recorded its placement (runs before pinning)."""
-    sums = [r.summary for r in every_round(loaded)]
-    if not any("pinning" in s.get("machine", {}) or "cpu_quota" in (s.get("emulation") or {})
-               for s in sums):
-        return []
-    lines = {}
-    for s in sums:
-        m = s.get("machine", {})
-        per_node = m.get("workers_per_node") or m.get("workers")
-        text = (f"{per_node} worker(s) shared {m.get('cores')} core(s), "
-                f"{_pinning(m.get('pinning'))}, {_quota(s)}")
-        lines[text] = lines.get(text, 0) + 1
-    return [f"Contention: {text} ({n} run{'s' if n > 1 else ''})" for text, n in lines.items()]

@@ -98,6 +98,19 @@ def floor_table(timing: pd.DataFrame) -> str:
                        rows))
 
 
+def seed_floor_table(seeds: pd.DataFrame | None) -> str:
+    """The noise floor at each seed apart (timing_floor_seeds.csv), where the A/A label ran at
+    several: the table above pools them."""
+    if seeds is None or seeds.empty:
+        return ""
+    rows = [[r.dataset, r.method, r.workers, r.seed, r.pairs, interval(r.aa_lo, r.aa_hi),
+             f"{r.half_width_pct:.1f}%"] for r in seeds.itertuples()]
+    return ("\nThe same at each seed apart (a seed draws its own split and model: a point of "
+            "its own), from that seed's rounds alone:\n\n"
+            + md_table(["dataset", "A/A label", "M", "seed", "pairs", f"interval [{LEVEL:.0%}]",
+                        "half-width"], rows))
+
+
 def tta_tables(tta: pd.DataFrame, kind: str) -> str:
     """Section 3's paired time-to-accuracy speedups, on the training clock."""
     if tta.empty:

@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 import yaml
 
-from experiments import timing
+from experiments import contention, timing
 from experiments.config import expand, load_suite
 from experiments.load import load
 from experiments.timing import NO_DIFFERENCE, Interval, paired_ratio, verdict
@@ -193,14 +193,14 @@ def test_a_suite_without_rounds_or_a_a_gets_no_timing_tables(tmp_path):
 
 def test_contention_line_says_cores_pinning_and_quota(suite):
     path, root = suite
-    assert timing.contention(load(root, path)) == [
+    assert contention.contention(load(root, path)) == [
         "Contention: 4 worker(s) shared 2 core(s), pinned (worker w on core w mod C), no CPU "
         "quota (not emulated) (12 runs)"]
     emulated = {"emulation": {"cpu_quota": "0.5 cores per worker (2 cores / 4 workers, cgroup v2)"}}
     none = {"emulation": {"cpu_quota": "none: no cgroup cpu controller on this machine"}}
-    assert timing._quota(emulated) == "CPU quota of 0.5 cores per worker (2 cores / 4 workers, cgroup v2)"
-    assert timing._quota(none) == "no CPU quota (no cgroup cpu controller on this machine)"
-    assert timing._pinning("not needed: 2 workers on 2 cores").startswith("not pinned")
+    assert contention._quota(emulated) == "CPU quota of 0.5 cores per worker (2 cores / 4 workers, cgroup v2)"
+    assert contention._quota(none) == "no CPU quota (no cgroup cpu controller on this machine)"
+    assert contention._pinning("not needed: 2 workers on 2 cores").startswith("not pinned")
 
 
 def test_tables_md_prints_paired_speedups_beside_the_noise_floor(suite, tmp_path):
@@ -243,3 +243,36 @@ def test_a_speed_suite_evaluated_once_gets_speedups_but_no_time_to_accuracy(tmp_
     md = (tmp_path / "out" / "tables.md").read_text()
     assert report.EVALUATED_ONCE in md and "| digest-I10 | 75.0 | 2.00x [2.00, 2.00] |" in md
     assert report.SHORT_RUNS in md and "Time to accuracy on the training clock" not in md
+
+
+def test_the_a_a_floor_at_each_seed_apart(tmp_path):
+    """Two seeds: at seed 1 the twin repeats exact's epochs exactly (a zero-width floor), at seed 0
+    it wobbles; the pooled floor of timing.csv holds both, timing_floor_seeds.csv each apart."""
+    from experiments import tables
+    path = tmp_path / "two.yaml"
+    path.write_text(yaml.safe_dump({**SUITE, "name": "two", "seeds": [0, 1]}))
+    vals = [0.1, 0.2, 0.5, 0.8, 0.9, 0.95]
+    for run in expand(load_suite(str(path))):
+        label = "exact" if run.label == "exact-aa" and run.seed == 1 else run.label
+        write(tmp_path / "runs", run, times(label, run.round), vals)
+    loaded = load(tmp_path / "runs", str(path))
+    seeds = timing.seed_floors(loaded).set_index("seed")
+    assert list(seeds.index) == [0, 1] and set(seeds["method"]) == {"exact-aa"}
+    assert set(seeds["pairs"]) == {3}
+    one = seeds.loc[1]
+    assert (one.aa, one.aa_lo, one.aa_hi, one.half_width_pct) == (1.0, 1.0, 1.0, 0.0)
+    zero = seeds.loc[0]
+    assert zero.aa_lo < 1.0 < zero.aa_hi and zero.half_width_pct > 0
+    pooled = timing.epoch_speedups(loaded).set_index("method").loc["exact-aa"]
+    assert pooled.pairs == 6  # pooling with seed 1's exact repeats narrows seed 0's floor
+    assert zero.aa_lo < pooled.speedup_lo <= pooled.speedup_hi < zero.aa_hi
+    written = tables.write(loaded, tmp_path / "out", None, (0.9,), "cmd")
+    assert "timing_floor_seeds.csv" in written
+    md = (tmp_path / "out" / "tables.md").read_text()
+    assert "| synthetic | exact-aa | 4 | 1 | 3 | [1.00, 1.00] | 0.0% |" in md
+
+
+def test_one_seed_gets_no_per_seed_floor(suite):
+    path, root = suite
+    loaded = load(root, path)
+    assert timing.seed_floors(loaded).empty and "timing_floor_seeds" not in timing.build(loaded, (0.9,))
