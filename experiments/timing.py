@@ -90,6 +90,11 @@ def paired_ratio(pairs: list, replicates: int = REPLICATES, level: float = LEVEL
     return Interval(point, float(lo), float(hi), len(pairs))
 
 
+def half_width_pct(lo: float, hi: float) -> float:
+    """A noise floor's half-width, (hi - lo) / 2 of a 1x ratio, in percent."""
+    return 50 * (hi - lo)
+
+
 def verdict(speedup: Interval | None, floor: Interval | None) -> str:
     """"faster" / "slower" when the interval clears the noise floor (the A/A interval; without
     one, 1), else "no measurable difference"."""
@@ -145,6 +150,11 @@ def _pairs(records: list[RunRecord]) -> dict:
     return out
 
 
+def _timed_pairs(pairs: list, warmup: int) -> list:
+    """(exact's run, the method's run) pairs -> their timed epochs, as ``paired_ratio`` takes them."""
+    return [(timed(a.metrics, warmup), timed(b.metrics, warmup)) for a, b in pairs]
+
+
 def _floor_key(key: tuple) -> tuple:
     """The A/A row a row is judged against: same dataset, M, network and model."""
     dataset, label, workers = key
@@ -187,9 +197,7 @@ def epoch_speedups(loaded: Loaded, replicates: int = REPLICATES) -> pd.DataFrame
     rows, intervals = [], {}
     for key, runs in groups.items():
         dataset, label, workers = key
-        iv = None if is_exact(label) else paired_ratio(
-            [(timed(a.metrics, warmup), timed(b.metrics, warmup)) for a, b in pairs[key]],
-            replicates)
+        iv = None if is_exact(label) else paired_ratio(_timed_pairs(pairs[key], warmup), replicates)
         if iv is not None:
             intervals[key] = iv
         lengths = sorted({len(timed(r.metrics, warmup)) for r in runs})
@@ -222,12 +230,12 @@ def seed_floors(loaded: Loaded, replicates: int = REPLICATES) -> pd.DataFrame:
         if not is_aa(label) or len(seeds) < 2:
             continue
         for seed in seeds:
-            iv = paired_ratio([(timed(a.metrics, loaded.warmup), timed(b.metrics, loaded.warmup))
-                               for a, b in both if b.seed == seed], replicates)
+            iv = paired_ratio(_timed_pairs([(a, b) for a, b in both if b.seed == seed],
+                                           loaded.warmup), replicates)
             if iv is not None:
                 rows.append({"dataset": dataset, "method": label, "workers": workers,
                              "seed": seed, "pairs": iv.pairs, "aa": iv.median, "aa_lo": iv.lo,
-                             "aa_hi": iv.hi, "half_width_pct": 50 * (iv.hi - iv.lo)})
+                             "aa_hi": iv.hi, "half_width_pct": half_width_pct(iv.lo, iv.hi)})
     return pd.DataFrame(rows, columns=SEED_FLOOR_COLUMNS)
 
 

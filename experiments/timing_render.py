@@ -10,7 +10,7 @@ import pandas as pd
 
 from .load import Loaded
 from .render import cell, md_table
-from .timing import LEVEL, NO_DIFFERENCE, REPLICATES, every_round
+from .timing import LEVEL, NO_DIFFERENCE, REPLICATES, every_round, half_width_pct
 
 
 def _nan(v) -> bool:
@@ -89,7 +89,7 @@ def floor_table(timing: pd.DataFrame) -> str:
     if aa.empty:
         return ""
     rows = [[r.dataset, r.method, r.workers, interval(r.speedup_lo, r.speedup_hi),
-             "" if _nan(r.speedup_lo) else f"{50 * (r.speedup_hi - r.speedup_lo):.1f}%"]
+             "" if _nan(r.speedup_lo) else f"{half_width_pct(r.speedup_lo, r.speedup_hi):.1f}%"]
             for r in aa.itertuples()]
     return ("\n### The noise floor at each point\n\nThe A/A interval (exact against its twin "
             "label, paired like every method) and its half-width, (hi - lo) / 2 of a 1x ratio: "
