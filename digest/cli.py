@@ -113,7 +113,8 @@ def worker(cfg_dict: dict, part_dir: str | None, out_dir: str) -> dict | None:
     torch.set_num_threads(threads)  # workers share the node's cores instead of oversubscribing
     machine = metrics.machine(rt.world_size, rt.local_world_size, threads)  # before pinning
     machine.update(placement.pin(rt.local_rank, rt.local_world_size, cfg.runtime.pin_workers))
-    perf.tune_allocator()  # large tensors reuse heap memory instead of fresh mmaps (perf.py)
+    # large tensors reuse heap memory instead of fresh mmaps (perf.py)
+    machine["heap_reuse"] = cfg.runtime.heap_reuse == "on" and perf.tune_allocator()
     try:
         if part_dir is None:  # torchrun: every rank asks; the cache lock lets one build it
             part_dir = str(_prepare(cfg, rt.world_size))
@@ -121,9 +122,15 @@ def worker(cfg_dict: dict, part_dir: str | None, out_dir: str) -> dict | None:
         manifest = cache.load_manifest(Path(part_dir))
         trainer_cls = methods.get(cfg.method).trainer or Trainer
         trainer = trainer_cls(cfg, rt, part, hooks=epoch_hooks())
+        # the trainer's views now hold the edges as CSR blocks and nothing reads the part's own
+        # edge list again (0.5 GB a worker at products size); the view build's freed temporaries
+        # go back to the system too
+        part.edge_index = None
+        perf.release_free_memory()
+        startup = comm.all_gather_object(metrics.startup_memory())  # every worker's, one list
         extra = {"config": cfg.flat(), "dataset": manifest.get("graph", {}),
                  "partition": manifest.get("stats", {}), "partition_cache": part_dir,
-                 "machine": machine,
+                 "machine": machine, "startup_memory": startup,
                  "versions": metrics.versions(), "git_commit": metrics.git_commit(),
                  "backend": rt.backend, "world_size": rt.world_size,
                  "command": " ".join(["python -m digest"] + sys.argv[1:]),

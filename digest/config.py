@@ -95,6 +95,10 @@ class RuntimeConfig:
                             choices=("auto", "off"))
     emulate_latency: str = option("", "with --emulate-network: one-way latency between two "
                                   "workers, e.g. 100us (needs the kernel's netem qdisc)")
+    heap_reuse: str = option("on", "keep freed large blocks in each worker's heap for the next "
+                             "step to reuse (on: faster steps, a higher peak memory), or glibc's "
+                             "defaults (off: memory-bound runs; so does DIGEST_MALLOC_TUNE=0)",
+                             choices=("on", "off"))
 
 
 SECTIONS = {"data": DataConfig, "model": ModelConfig, "optim": OptimConfig, "runtime": RuntimeConfig}

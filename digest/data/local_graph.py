@@ -21,7 +21,8 @@ class LocalPart:
         rank, num_parts: this part and M.
         global_ids: ``[n]`` global id of every local row.
         n_inner, n_halo: row counts.
-        edge_index: ``[2, E_m]`` local (src, dst), dst < n_inner.
+        edge_index: ``[2, E_m]`` local (src, dst), dst < n_inner. None in a worker once its
+            trainer has built its views (``cli.worker`` releases it; the views hold the edges).
         deg: ``[n]`` global degree (without self-loop) of every local row.
         x: ``[n, F]`` input features of inner and halo rows (dense or sparse COO).
         y, train_mask, val_mask, test_mask: ``[n_inner]``.
@@ -35,7 +36,7 @@ class LocalPart:
     global_ids: Tensor
     n_inner: int
     n_halo: int
-    edge_index: Tensor
+    edge_index: Tensor | None
     deg: Tensor
     x: Tensor
     y: Tensor

@@ -45,19 +45,32 @@ def csv_text(rows: list[dict]) -> str:
     return buf.getvalue()
 
 
+def _status_mb(field: str) -> float | None:
+    """A memory line of /proc/self/status in MiB, or None (not Linux)."""
+    try:
+        with open("/proc/self/status") as f:
+            for line in f:
+                if line.startswith(field + ":"):
+                    return int(line.split()[1]) / 1024  # kB
+    except (OSError, ValueError, IndexError):  # pragma: no cover - not Linux
+        pass
+    return None  # pragma: no cover
+
+
 def peak_memory_mb() -> float:
     """Peak resident memory of this process in MiB: Linux's VmHWM, the high-water mark of this
     program's own memory. ``ru_maxrss`` (the fallback elsewhere) also counts the parent's resident
     memory at the fork + exec that started a worker, so a launcher that had just generated a large
     dataset would make every worker report its size."""
-    try:
-        with open("/proc/self/status") as f:
-            for line in f:
-                if line.startswith("VmHWM:"):
-                    return int(line.split()[1]) / 1024  # kB
-    except (OSError, ValueError, IndexError):  # pragma: no cover - not Linux
-        pass
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # pragma: no cover
+    peak = _status_mb("VmHWM")
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024 if peak is None else peak
+
+
+def startup_memory() -> dict:
+    """This worker's memory once its trainer is built: the peak so far (the start-up's, e.g. a
+    view's CSR build) and what stays resident into training (MiB; None where not Linux)."""
+    rss = _status_mb("VmRSS")
+    return {"startup_peak_mb": peak_memory_mb(), "resident_after_startup_mb": rss}
 
 
 def available_cores() -> int:

@@ -201,7 +201,11 @@ def test_a_complete_run_is_not_replaced_by_another_configuration(tmp_path, capsy
     train = ["train", "--dataset", SYNTH, "--hidden", 8, "--no-progress", "--out", run]
     assert here([*train, "--epochs", 2], capsys)[0] == 0
     first = _snapshot(run)
-    assert json.loads((run / "summary.json").read_text())["epochs"] == 2
+    summary = json.loads((run / "summary.json").read_text())
+    assert summary["epochs"] == 2
+    # every worker's memory once its trainer is built: the peak so far is at least what stays
+    mem, = summary["startup_memory"]
+    assert mem["startup_peak_mb"] >= mem["resident_after_startup_mb"] > 0
     # another configuration: refused in one line, the first run's files intact
     rc, err = here([*train, "--epochs", 3], capsys)
     assert rc == 2 and len(err) == 1, err

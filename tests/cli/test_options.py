@@ -135,6 +135,7 @@ GENERAL = [
     ("--progress=1", None, "argument --progress/--no-progress: ignored explicit argument"),
     ("--pin-workers", "always", "argument --pin-workers: invalid choice: 'always'"),
     ("--cpu-quota", "half", "argument --cpu-quota: invalid choice: 'half'"),
+    ("--heap-reuse", "0", "argument --heap-reuse: invalid choice: '0'"),
 ]
 FREE_FORM = {"--dataset", "--data-root", "--out", "--resume", "--profile", "--emulate-network",
              "--emulate-latency", "--method"}

@@ -3,6 +3,7 @@ features (CSR + precomputed transpose), the sparse product with a precomputed tr
 integer-mask dropout, and the product of the inner and halo blocks without concatenation."""
 from __future__ import annotations
 
+import pytest
 import torch
 
 from digest.runtime import comm, perf
@@ -238,8 +239,44 @@ def test_tune_allocator_keeps_large_blocks_in_the_heap_once_per_process():
     assert _allocator({"DIGEST_MALLOC_MB": "16"}) == {"calls": [True], "8": False, "64": True}
 
 
-def test_dropped_rows_linear_matches_dropout_then_linear():
+
+_TRIM_PROBE = """
+import ctypes, importlib.util, sys
+spec = importlib.util.spec_from_file_location("perf", sys.argv[1])
+perf = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(perf)
+libc = ctypes.CDLL(None)
+libc.malloc.restype, libc.malloc.argtypes = ctypes.c_void_p, [ctypes.c_size_t]
+libc.free.argtypes = [ctypes.c_void_p]
+def rss_mb():
+    with open("/proc/self/status") as f:
+        return next(int(l.split()[1]) for l in f if l.startswith("VmRSS:")) / 1024
+perf.tune_allocator()
+p = libc.malloc(256 << 20)
+ctypes.memset(p, 1, 256 << 20)  # resident
+libc.free(p)
+kept = rss_mb()
+released = perf.release_free_memory()
+print(released, round(kept - rss_mb()))
+"""
+
+
+def test_release_free_memory_returns_a_freed_block_the_tuned_heap_kept():
+    """Tuned, a freed 256 MiB block stays resident (the heap keeps it); ``release_free_memory``
+    hands it back: the process's resident memory falls by about its size."""
+    import subprocess
+    import sys
+    done = subprocess.run([sys.executable, "-c", _TRIM_PROBE, perf.__file__], capture_output=True,
+                          text=True, timeout=60, check=True)
+    released, fell_mb = done.stdout.split()
+    assert released == "True" and int(fell_mb) >= 240
+
+
+@pytest.mark.parametrize("chunk_rows", [7, 1 << 16])  # 50 rows in 8 blocks (the last short) or one
+def test_dropped_rows_linear_matches_dropout_then_linear(chunk_rows, monkeypatch):
+    from digest.models import dropout as dropout_mod
     from digest.models.dropout import DroppedRows
+    monkeypatch.setattr(dropout_mod, "CHUNK_ROWS", chunk_rows)
     torch.manual_seed(1)
     x = torch.randn(50, 12)
     rows = DroppedRows(x, 0.3)

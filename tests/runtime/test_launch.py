@@ -32,6 +32,7 @@ def test_torchrun_two_processes(tmp_path):
     summary = json.loads((out / "summary.json").read_text())
     assert summary["world_size"] == 2 and summary["status"] == "complete"
     assert summary["bytes_by_category"]["bytes_halo_fwd"] > 0  # two processes really exchanged
+    assert len(summary["startup_memory"]) == 2  # each worker's, gathered
 
 
 @pytest.mark.slow
