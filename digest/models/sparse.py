@@ -20,8 +20,8 @@ def csr(src: Tensor, dst: Tensor, value: Tensor, n_rows: int, n_cols: int) -> Te
     duplicate (dst, src) pairs are summed. Shapes: src, dst, value ``[E]``.
 
     One sort of the row-major positions (dst * n_cols + src) orders the entries as CSR stores
-    them. A local graph's edges are unique, so no coalesce (which holds several index copies at
-    once: about 2.5x this build's peak at products size) is needed; with duplicates it is used."""
+    them. A local graph's edges are unique, so no coalesce (which holds several copies of the
+    indices at once) is needed; with duplicates it is used."""
     if n_rows * n_cols >= 2**62 or value.numel() < 2:  # the positions would overflow int64
         return _coalesced(src, dst, value, n_rows, n_cols)
     key = dst * n_cols + src

@@ -9,8 +9,8 @@ reuses them: measured 2-4x faster allocation-plus-fill of such tensors and 1.3-1
 training steps (Physics; a 300k-node synthetic graph). The price is memory: freed blocks stay in
 the process and the heap fragments, so the peak resident memory grows (measured +60% on the
 300k-node graph, 1.39 -> 2.2 GiB). Memory-bound runs (the ogbn-products-size ones) give
-``--heap-reuse off`` or set ``DIGEST_MALLOC_TUNE=0`` to keep glibc's defaults; ``DIGEST_MALLOC_MB`` sets the threshold
-(default 1024 MiB).
+``--heap-reuse off`` or set ``DIGEST_MALLOC_TUNE=0`` to keep glibc's defaults;
+``DIGEST_MALLOC_MB`` sets the threshold (default 1024 MiB).
 
 Why ``release_free_memory`` once after start-up: the start-up's temporaries (the sorts that build
 a view's CSR blocks) are freed into the heap, where the raised trim threshold would keep them

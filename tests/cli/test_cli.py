@@ -190,6 +190,15 @@ def test_self_loops_duplicates_and_one_way_edges_are_normalised(tmp_path):
     assert summary["epochs"] == 3 and np.isfinite(summary["final"]["train_loss"])
 
 
+
+def test_heap_reuse_off_is_recorded(tmp_path, capsys, monkeypatch):
+    """--heap-reuse off leaves glibc's allocator as it is, and summary.json says so."""
+    monkeypatch.setenv("DIGEST_DATA", str(tmp_path / "data"))
+    run = tmp_path / "run"
+    assert here(["train", "--dataset", SYNTH, "--hidden", 8, "--epochs", 1, "--no-progress",
+                 "--heap-reuse", "off", "--out", run], capsys)[0] == 0
+    assert json.loads((run / "summary.json").read_text())["machine"]["heap_reuse"] is False
+
 # -- a second command never loses what the first one wrote -----------------------
 def _snapshot(directory) -> dict:
     return {p: open(p, "rb").read() for p in files_under(directory)}
@@ -206,6 +215,7 @@ def test_a_complete_run_is_not_replaced_by_another_configuration(tmp_path, capsy
     # every worker's memory once its trainer is built: the peak so far is at least what stays
     mem, = summary["startup_memory"]
     assert mem["startup_peak_mb"] >= mem["resident_after_startup_mb"] > 0
+    assert isinstance(summary["machine"]["heap_reuse"], bool)
     # another configuration: refused in one line, the first run's files intact
     rc, err = here([*train, "--epochs", 3], capsys)
     assert rc == 2 and len(err) == 1, err

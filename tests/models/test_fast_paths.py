@@ -13,7 +13,7 @@ from digest.models import GCN
 from digest.models.base import GraphView
 from digest.models.dropout import dropout, float_keep_mask, keep_mask
 from digest.models.features import SparseFeatures, sparse_linear
-from digest.models.sparse import spmm
+from digest.models.sparse import csr, spmm
 from digest.data.synthetic import make_synthetic
 from digest.training.trainer import Trainer
 from helpers import run_workers
@@ -188,6 +188,19 @@ def test_sparse_inputs_train_like_dense_inputs(tmp_path):
         assert (losses - ref).abs().max() < 1e-4, key
     assert GCN.features(sparse.x).__class__ is SparseFeatures
 
+
+
+def test_csr_orders_entries_by_row_then_column_and_sums_duplicates():
+    """Unique edges (one sort, no coalesce) and duplicated ones (coalesce) give the CSR that
+    ``coalesce().to_sparse_csr()`` gives: row v holds its sources in column order."""
+    src, dst = torch.tensor([2, 0, 1, 0, 2]), torch.tensor([1, 1, 0, 2, 0])
+    val = torch.tensor([1., 2., 3., 4., 5.])
+    a = csr(src, dst, val, 3, 3)
+    assert a.crow_indices().tolist() == [0, 2, 4, 5]
+    assert a.col_indices().tolist() == [1, 2, 0, 2, 0]
+    assert a.values().tolist() == [3., 5., 2., 1., 4.]
+    dup = csr(torch.cat([src, src[:1]]), torch.cat([dst, dst[:1]]), torch.cat([val, val[:1]]), 3, 3)
+    assert dup.to_dense().tolist() == [[0., 3., 5.], [2., 0., 2.], [4., 0., 0.]]
 
 _MALLOC_PROBE = """
 import ctypes, importlib.util, json, sys
