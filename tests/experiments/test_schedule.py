@@ -70,7 +70,7 @@ def test_a_suite_without_rounds_runs_point_by_point_with_its_names_and_hashes():
 
 
 @pytest.mark.parametrize("name", ["repro", "wave2", "depth", "models", "arxiv", "straggler",
-                                  "cluster", "cluster_quick", "synthetic_default"])
+                                  "cluster", "synthetic_default"])
 def test_committed_suites_keep_one_round_their_names_and_hashes(name):
     suite = load_suite(name)
     assert (suite.rounds, suite.aa) == (1, False)
