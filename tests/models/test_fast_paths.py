@@ -202,17 +202,23 @@ def test_csr_orders_entries_by_row_then_column_and_sums_duplicates():
     dup = csr(torch.cat([src, src[:1]]), torch.cat([dst, dst[:1]]), torch.cat([val, val[:1]]), 3, 3)
     assert dup.to_dense().tolist() == [[0., 3., 5.], [2., 0., 2.], [4., 0., 0.]]
 
-_MALLOC_PROBE = """
+# What both allocator probes start with: digest/runtime/perf.py loaded alone (no torch to
+# import) from the last argument, and libc's malloc and free.
+_PERF_AND_LIBC = """
 import ctypes, importlib.util, json, sys
-spec = importlib.util.spec_from_file_location("perf", sys.argv[2])  # alone: no torch to import
+spec = importlib.util.spec_from_file_location("perf", sys.argv[-1])
 perf = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(perf)
+libc = ctypes.CDLL(None)
+libc.malloc.restype, libc.malloc.argtypes = ctypes.c_void_p, [ctypes.c_size_t]
+libc.free.argtypes = [ctypes.c_void_p]
+"""
+
+_MALLOC_PROBE = _PERF_AND_LIBC + """
 class Info(ctypes.Structure):  # glibc's struct mallinfo2
     _fields_ = [(n, ctypes.c_size_t) for n in ("arena", "ordblks", "smblks", "hblks", "hblkhd",
                 "usmblks", "fsmblks", "uordblks", "fordblks", "keepcost")]
-libc = ctypes.CDLL(None)
-libc.mallinfo2.restype, libc.malloc.restype = Info, ctypes.c_void_p
-libc.malloc.argtypes, libc.free.argtypes = [ctypes.c_size_t], [ctypes.c_void_p]
+libc.mallinfo2.restype = Info
 def mmapped(mb):  # is a block of mb MiB served by a fresh mmap (not from the heap)?
     before = libc.mallinfo2().hblkhd
     p = libc.malloc(mb << 20)
@@ -252,15 +258,7 @@ def test_tune_allocator_keeps_large_blocks_in_the_heap_once_per_process():
     assert _allocator({"DIGEST_MALLOC_MB": "16"}) == {"calls": [True], "8": False, "64": True}
 
 
-
-_TRIM_PROBE = """
-import ctypes, importlib.util, sys
-spec = importlib.util.spec_from_file_location("perf", sys.argv[1])
-perf = importlib.util.module_from_spec(spec)
-spec.loader.exec_module(perf)
-libc = ctypes.CDLL(None)
-libc.malloc.restype, libc.malloc.argtypes = ctypes.c_void_p, [ctypes.c_size_t]
-libc.free.argtypes = [ctypes.c_void_p]
+_TRIM_PROBE = _PERF_AND_LIBC + """
 def rss_mb():
     with open("/proc/self/status") as f:
         return next(int(l.split()[1]) for l in f if l.startswith("VmRSS:")) / 1024
