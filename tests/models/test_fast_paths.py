@@ -202,6 +202,7 @@ def test_csr_orders_entries_by_row_then_column_and_sums_duplicates():
     dup = csr(torch.cat([src, src[:1]]), torch.cat([dst, dst[:1]]), torch.cat([val, val[:1]]), 3, 3)
     assert dup.to_dense().tolist() == [[0., 3., 5.], [2., 0., 2.], [4., 0., 0.]]
 
+
 # What both allocator probes start with: digest/runtime/perf.py loaded alone (no torch to
 # import) from the last argument, and libc's malloc and free.
 _PERF_AND_LIBC = """
