@@ -190,7 +190,6 @@ def test_self_loops_duplicates_and_one_way_edges_are_normalised(tmp_path):
     assert summary["epochs"] == 3 and np.isfinite(summary["final"]["train_loss"])
 
 
-
 def test_heap_reuse_off_is_recorded(tmp_path, capsys, monkeypatch):
     """--heap-reuse off leaves glibc's allocator as it is, and summary.json says so."""
     monkeypatch.setenv("DIGEST_DATA", str(tmp_path / "data"))
@@ -198,6 +197,7 @@ def test_heap_reuse_off_is_recorded(tmp_path, capsys, monkeypatch):
     assert here(["train", "--dataset", SYNTH, "--hidden", 8, "--epochs", 1, "--no-progress",
                  "--heap-reuse", "off", "--out", run], capsys)[0] == 0
     assert json.loads((run / "summary.json").read_text())["machine"]["heap_reuse"] is False
+
 
 # -- a second command never loses what the first one wrote -----------------------
 def _snapshot(directory) -> dict:
