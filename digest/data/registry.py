@@ -89,6 +89,7 @@ SYNTHETIC_KEYS = {
     'aligned': (float, lambda v: 0 <= v <= 1, 'a number in [0, 1]'),
     'train': (float, lambda v: 0 < v < 1, 'a number in (0, 1)'),
     'val': (float, lambda v: 0 <= v < 1, 'a number in [0, 1)'),
+    'split': (str, lambda v: v in ('random', 'popularity'), 'random or popularity'),
     'preset': (str, lambda v: v in PRESETS, 'one of ' + ', '.join(PRESETS))}
 
 

@@ -34,6 +34,25 @@ def random_split(num_nodes: int, seed: int, train: float = 0.6, val: float = 0.2
     return tuple(masks)
 
 
+def popularity_split(degree: torch.Tensor, train: float, val: float):
+    """OGB's split for ogbn-products (by sales rank), with the degree standing for popularity:
+    the ``train`` fraction of most connected nodes trains, the next ``val`` validates, the rest
+    (the least connected) is test. Ties go to the lower node id, so the split is a function of the
+    graph alone.
+
+    Shapes: degree ``[N]``; three bool tensors ``[N]``, disjoint, covering every node.
+    """
+    n = degree.numel()
+    order = torch.argsort(-degree, stable=True)
+    n_train, n_val = int(round(train * n)), int(round(val * n))
+    masks = []
+    for lo, hi in ((0, n_train), (n_train, n_train + n_val), (n_train + n_val, n)):
+        m = torch.zeros(n, dtype=torch.bool)
+        m[order[lo:hi]] = True
+        masks.append(m)
+    return tuple(masks)
+
+
 def _propensities(rng: np.random.Generator, n: int, exponent: float, avg_degree: float):
     """Pareto degree propensities (tail exponent ``exponent``), capped so that a hub's expected
     degree stays below ~sqrt(N * d): uncapped hubs would mostly draw duplicate edges."""
@@ -118,7 +137,8 @@ def make_synthetic(nodes: int = 3000, classes: int = 8, avg_degree: float = 10.0
                    features: int = 64, homophily: float = 0.8, seed: int = 0,
                    signal: float = 0.22, degree_exp: float = 2.5,
                    train: float = 0.6, val: float = 0.2, name: str | None = None,
-                   communities: int = 1, locality: float = 0.9, aligned: float = 0.0) -> Graph:
+                   communities: int = 1, locality: float = 0.9, aligned: float = 0.0,
+                   split: str = 'random') -> Graph:
     """Generate a DC-SBM graph with class-dependent Gaussian features.
 
     Args:
@@ -144,7 +164,10 @@ def make_synthetic(nodes: int = 3000, classes: int = 8, avg_degree: float = 10.0
             alone weakly informative (an MLP ~55-70%) while neighbourhood averaging at h=0.8
             lifts a GCN well above it.
         degree_exp: tail exponent of the power-law degree propensity (> 1).
-        train, val: split fractions of the seeded random split; the rest is test.
+        train, val: split fractions; the rest is test.
+        split: ``'random'`` (seeded, the default) or ``'popularity'``: the most connected nodes
+            train and the least connected are test, as OGB splits ogbn-products by sales rank
+            (``popularity_split``).
         name: Graph.name (defaults to "synthetic").
 
     Shapes: x ``[N, F]`` float32, y ``[N]`` int64, edge_index ``[2, E]`` int64 with E ~ N * d.
@@ -168,6 +191,8 @@ def make_synthetic(nodes: int = 3000, classes: int = 8, avg_degree: float = 10.0
     if K < 1 or not 0 <= locality <= 1 or not 0 <= aligned <= 1:
         raise ValueError('need communities >= 1, 0 <= locality <= 1 and 0 <= aligned <= 1, got '
                          f'{K}, {locality}, {aligned}')
+    if split not in ('random', 'popularity'):
+        raise ValueError(f"split must be 'random' or 'popularity', got {split!r}")
     # drawn only when K > 1, so that K = 1 reproduces the graphs made before the option existed
     local = _Communities(rng, y, theta, C, K, float(locality), float(aligned)) if K > 1 else None
 
@@ -196,8 +221,13 @@ def make_synthetic(nodes: int = 3000, classes: int = 8, avg_degree: float = 10.0
     x = rng.standard_normal((n, features), dtype=np.float32)
     x += means[y]
     y_t = torch.from_numpy(y.astype(np.int64))
-    train_mask, val_mask, test_mask = random_split(n, seed, train, val)
     src, dst = edge_index
+    if split == 'popularity':  # after the edges: the degree decides
+        masks = popularity_split(torch.bincount(src, minlength=n), train, val)
+        how = 'popularity {} (by degree, most connected first)'
+    else:
+        masks, how = random_split(n, seed, train, val), f'random {{}} (seed={seed})'
+    train_mask, val_mask, test_mask = masks
     measured = float((y_t[src] == y_t[dst]).float().mean()) if src.numel() else float('nan')
     extra = {}
     if local is not None:
@@ -207,9 +237,10 @@ def make_synthetic(nodes: int = 3000, classes: int = 8, avg_degree: float = 10.0
     opts = dict(nodes=n, classes=C, avg_degree=avg_degree, features=features,
                 homophily=homophily, seed=seed, signal=signal, degree_exp=degree_exp,
                 **({'communities': K, 'locality': locality} if K > 1 else {}),
-                **({'aligned': aligned} if K > 1 and aligned > 0 else {}))
+                **({'aligned': aligned} if K > 1 and aligned > 0 else {}),
+                **({'split': split} if split != 'random' else {}))
     meta = {'source': 'synthetic DC-SBM (digest.data.synthetic.make_synthetic)',
-            'split': f'random {train:.0%}/{val:.0%}/{1 - train - val:.0%} (seed={seed})',
+            'split': how.format(f'{train:.0%}/{val:.0%}/{1 - train - val:.0%}'),
             'options': opts, 'homophily_measured': measured,
             'avg_degree_measured': edge_index.size(1) / n, **extra}
     return Graph(name=name or 'synthetic', x=torch.from_numpy(x), y=y_t, edge_index=edge_index,

@@ -57,6 +57,7 @@ def test_parse_spec_names_and_options():
     assert parse_spec('synthetic:nodes=2.4e6')[1]['nodes'] == 2_400_000
     assert parse_spec('synthetic:communities=64,locality=0.95')[1] == dict(communities=64,
                                                                            locality=0.95)
+    assert parse_spec('synthetic:split=popularity')[1] == dict(split='popularity')
     for spec, name in [('cora', 'Cora'), ('CITESEER', 'CiteSeer'), ('ogbn_arxiv', 'ogbn-arxiv'),
                        ('OGBN-Papers100M', 'ogbn-papers100M'), ('physics', 'Physics')]:
         assert parse_spec(spec)[0].name == name
@@ -68,7 +69,8 @@ def test_parse_spec_names_and_options():
     'synthetic:nodes=10,nodes=20', 'synthetic:avg_degree=0', 'synthetic:nodes=10,classes=11',
     'synthetic:nodes=10,avg_degree=10', 'synthetic:seed=nan', 'synthetic:features=inf',
     'synthetic:seed=-1', 'synthetic:communities=0', 'synthetic:locality=1.2', 'Cora:split=random',
-    'synthetic:preset=nope', 'synthetic:train=0', 'synthetic:train=0.7,val=0.5'])
+    'synthetic:preset=nope', 'synthetic:train=0', 'synthetic:train=0.7,val=0.5',
+    'synthetic:split=degree'])
 def test_bad_options_are_one_line_errors(spec):
     msg = one_line_error(spec)
     assert 'valid keys' in msg and spec.partition(':')[2].split(',')[0] in msg

@@ -5,7 +5,7 @@ import pytest
 import torch
 
 from digest.data.graph import canonical_edges, degree
-from digest.data.synthetic import make_synthetic, random_split
+from digest.data.synthetic import make_synthetic, popularity_split, random_split
 
 
 @pytest.fixture(scope='module')
@@ -80,6 +80,29 @@ def test_split_and_meta(g5000):
     t1, _, _ = random_split(100, seed=3)
     assert torch.equal(t1, random_split(100, seed=3)[0])
     assert not torch.equal(t1, random_split(100, seed=4)[0])
+
+
+def test_popularity_split_orders_by_degree():
+    """OGB's split for ogbn-products by sales rank, the degree standing for popularity: the most
+    connected train, the next validate, the least connected are test; ties to the lower id."""
+    degree = torch.tensor([3, 9, 1, 9, 5, 0, 2, 7, 4, 6])
+    train, val, test = popularity_split(degree, train=0.2, val=0.3)
+    assert train.nonzero().flatten().tolist() == [1, 3]
+    assert val.nonzero().flatten().tolist() == [4, 7, 9]
+    assert test.nonzero().flatten().tolist() == [0, 2, 5, 6, 8]
+    g = make_synthetic(nodes=600, avg_degree=8, seed=2, train=0.1, val=0.1, split='popularity')
+    deg = torch.bincount(g.edge_index[0], minlength=600)
+    assert int(g.train_mask.sum()) == 60 and int(g.val_mask.sum()) == 60
+    assert deg[g.train_mask].min() >= deg[g.val_mask].max() >= deg[g.val_mask].min() \
+        >= deg[g.test_mask].max()
+    assert g.meta['split'].startswith('popularity 10%/10%/80%')
+    assert g.meta['options']['split'] == 'popularity'
+    # the same graph as the random split's: only the masks differ
+    r = make_synthetic(nodes=600, avg_degree=8, seed=2, train=0.1, val=0.1)
+    assert torch.equal(g.edge_index, r.edge_index) and torch.equal(g.x, r.x)
+    assert 'split' not in r.meta['options']
+    with pytest.raises(ValueError, match="split must be 'random' or 'popularity'"):
+        make_synthetic(nodes=50, split='degree')
 
 
 def test_tiny_and_single_class():
