@@ -137,7 +137,8 @@ PRESETS = {
     # products-like at a tenth of the nodes, the same degree, width, classes and homophily.
     # Not calibrated: exact GCN at OGB's products setting scores 96.53% at signal 0 and 96.92%
     # at 0.003 (results/calibration_products): its graph alone gives more than the 75.6% target,
-    # and 88.11% on 256 communities with the homophily parameter raised to keep 0.81.
+    # and 88.11% on 256 communities with the homophily parameter raised to keep 0.81 (70.35% with
+    # split='popularity', OGB's kind of split for ogbn-products).
     # Measured here (load average ~10 on 2 cores): generating it takes 66 s at a peak RSS of
     # 1.4 GiB (/usr/bin/time -v); `python -m digest train --dataset synthetic:preset=products-small
     # --method exact --workers 4 --epochs 3 --hidden 64 --layers 3` ran epochs of 19-22 s (236 s
