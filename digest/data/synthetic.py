@@ -13,7 +13,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from .graph import Graph, canonical_edges
+from .graph import Graph, canonical_edges, degree
 
 # Pairs sampled per chunk: bounds the float64/int64 temporaries to ~100 MB whatever the graph size.
 _CHUNK = 4_000_000
@@ -25,25 +25,24 @@ def random_split(num_nodes: int, seed: int, train: float = 0.6, val: float = 0.2
     Shapes: three bool tensors ``[N]``, disjoint, covering every node.
     """
     perm = torch.randperm(num_nodes, generator=torch.Generator().manual_seed(int(seed)))
-    n_train, n_val = int(round(train * num_nodes)), int(round(val * num_nodes))
-    masks = []
-    for lo, hi in ((0, n_train), (n_train, n_train + n_val), (n_train + n_val, num_nodes)):
-        m = torch.zeros(num_nodes, dtype=torch.bool)
-        m[perm[lo:hi]] = True
-        masks.append(m)
-    return tuple(masks)
+    return _split_in_order(perm, train, val)
 
 
-def popularity_split(degree: torch.Tensor, train: float, val: float):
+def popularity_split(node_degree: torch.Tensor, train: float, val: float):
     """OGB's split for ogbn-products (by sales rank), with the degree standing for popularity:
     the ``train`` fraction of most connected nodes trains, the next ``val`` validates, the rest
     (the least connected) is test. Ties go to the lower node id, so the split is a function of the
     graph alone.
 
-    Shapes: degree ``[N]``; three bool tensors ``[N]``, disjoint, covering every node.
+    Shapes: node_degree ``[N]``; three bool tensors ``[N]``, disjoint, covering every node.
     """
-    n = degree.numel()
-    order = torch.argsort(-degree, stable=True)
+    return _split_in_order(torch.argsort(-node_degree, stable=True), train, val)
+
+
+def _split_in_order(order: torch.Tensor, train: float, val: float):
+    """Train, val and test masks: the first ``train`` fraction of ``order``, the next ``val``,
+    the rest."""
+    n = order.numel()
     n_train, n_val = int(round(train * n)), int(round(val * n))
     masks = []
     for lo, hi in ((0, n_train), (n_train, n_train + n_val), (n_train + n_val, n)):
@@ -222,11 +221,12 @@ def make_synthetic(nodes: int = 3000, classes: int = 8, avg_degree: float = 10.0
     x += means[y]
     y_t = torch.from_numpy(y.astype(np.int64))
     src, dst = edge_index
+    fractions = f'{train:.0%}/{val:.0%}/{1 - train - val:.0%}'
     if split == 'popularity':  # after the edges: the degree decides
-        masks = popularity_split(torch.bincount(src, minlength=n), train, val)
-        how = 'popularity {} (by degree, most connected first)'
+        masks = popularity_split(degree(edge_index, n), train, val)
+        how = f'popularity {fractions} (by degree, most connected first)'
     else:
-        masks, how = random_split(n, seed, train, val), f'random {{}} (seed={seed})'
+        masks, how = random_split(n, seed, train, val), f'random {fractions} (seed={seed})'
     train_mask, val_mask, test_mask = masks
     measured = float((y_t[src] == y_t[dst]).float().mean()) if src.numel() else float('nan')
     extra = {}
@@ -240,7 +240,7 @@ def make_synthetic(nodes: int = 3000, classes: int = 8, avg_degree: float = 10.0
                 **({'aligned': aligned} if K > 1 and aligned > 0 else {}),
                 **({'split': split} if split != 'random' else {}))
     meta = {'source': 'synthetic DC-SBM (digest.data.synthetic.make_synthetic)',
-            'split': how.format(f'{train:.0%}/{val:.0%}/{1 - train - val:.0%}'),
+            'split': how,
             'options': opts, 'homophily_measured': measured,
             'avg_degree_measured': edge_index.size(1) / n, **extra}
     return Graph(name=name or 'synthetic', x=torch.from_numpy(x), y=y_t, edge_index=edge_index,
