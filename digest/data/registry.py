@@ -11,6 +11,7 @@ from pathlib import Path
 import numpy as np
 
 from .presets import PRESETS, resolve
+from .synthetic import SPLITS
 
 # Read-only mirror of raw files (PyG folder layout), next to the repository: <repo>/../shared.
 SHARED_DATASETS = Path(__file__).resolve().parents[3] / 'shared' / 'datasets'
@@ -89,7 +90,7 @@ SYNTHETIC_KEYS = {
     'aligned': (float, lambda v: 0 <= v <= 1, 'a number in [0, 1]'),
     'train': (float, lambda v: 0 < v < 1, 'a number in (0, 1)'),
     'val': (float, lambda v: 0 <= v < 1, 'a number in [0, 1)'),
-    'split': (str, lambda v: v in ('random', 'popularity'), 'random or popularity'),
+    'split': (str, lambda v: v in SPLITS, ' or '.join(SPLITS)),
     'preset': (str, lambda v: v in PRESETS, 'one of ' + ', '.join(PRESETS))}
 
 

@@ -15,6 +15,9 @@ import torch
 
 from .graph import Graph, canonical_edges, degree
 
+# The ``split`` values make_synthetic takes (the registry checks a spec's against them).
+SPLITS = ('random', 'popularity')
+
 # Pairs sampled per chunk: bounds the float64/int64 temporaries to ~100 MB whatever the graph size.
 _CHUNK = 4_000_000
 
@@ -190,7 +193,7 @@ def make_synthetic(nodes: int = 3000, classes: int = 8, avg_degree: float = 10.0
     if K < 1 or not 0 <= locality <= 1 or not 0 <= aligned <= 1:
         raise ValueError('need communities >= 1, 0 <= locality <= 1 and 0 <= aligned <= 1, got '
                          f'{K}, {locality}, {aligned}')
-    if split not in ('random', 'popularity'):
+    if split not in SPLITS:
         raise ValueError(f"split must be 'random' or 'popularity', got {split!r}")
     # drawn only when K > 1, so that K = 1 reproduces the graphs made before the option existed
     local = _Communities(rng, y, theta, C, K, float(locality), float(aligned)) if K > 1 else None

@@ -85,13 +85,13 @@ def test_split_and_meta(g5000):
 def test_popularity_split_orders_by_degree():
     """OGB's split for ogbn-products by sales rank, the degree standing for popularity: the most
     connected train, the next validate, the least connected are test; ties to the lower id."""
-    degree = torch.tensor([3, 9, 1, 9, 5, 0, 2, 7, 4, 6])
-    train, val, test = popularity_split(degree, train=0.2, val=0.3)
+    node_degree = torch.tensor([3, 9, 1, 9, 5, 0, 2, 7, 4, 6])
+    train, val, test = popularity_split(node_degree, train=0.2, val=0.3)
     assert train.nonzero().flatten().tolist() == [1, 3]
     assert val.nonzero().flatten().tolist() == [4, 7, 9]
     assert test.nonzero().flatten().tolist() == [0, 2, 5, 6, 8]
     g = make_synthetic(nodes=600, avg_degree=8, seed=2, train=0.1, val=0.1, split='popularity')
-    deg = torch.bincount(g.edge_index[0], minlength=600)
+    deg = degree(g.edge_index, 600)
     assert int(g.train_mask.sum()) == 60 and int(g.val_mask.sum()) == 60
     assert deg[g.train_mask].min() >= deg[g.val_mask].max() >= deg[g.val_mask].min() \
         >= deg[g.test_mask].max()
