@@ -93,6 +93,9 @@ def graph_changed(run: Run, summary: dict) -> str:
     recorded = ((summary.get("dataset") or {}).get("meta") or {}).get("options") or {}
     if info.kind != "synthetic" or not recorded:
         return ""
+    # the generator records split and aligned only away from their defaults (random, 0)
+    recorded = {"split": "random", **({"aligned": 0.0} if "communities" in recorded else {}),
+                **recorded}
     return ", ".join(f"{k} {recorded[k]} -> {v}" for k, v in sorted(now.items())
                      if k in recorded and recorded[k] != v)
 

@@ -8,10 +8,11 @@ with experiments/loadavg.py), the machine, how many workers shared its cores, an
 Runs are grouped into sittings (consecutive runs at one commit, no gap over an hour), and what
 the files show as irregular is listed: runs started after runs their plan puts after them (a
 re-run, or a later part run with --seeds), several commits, a summary that differs from its
-run's plan (flags, command), runs of other flags than the suite's now, failed, missing or extra
-folders. Same files, same bytes: nothing here reads the clock, the environment or an absolute
-path (run.json's start times are read as UTC, the reference machine's clock, whatever the
-time zone of the machine that checks).
+run's plan (flags, command), runs of other flags than the suite's now, runs drawn on a synthetic
+graph their spec no longer gives (a preset changed since), specs renamed since a run (run.json's
+``relabelled``), failed, missing or extra folders. Same files, same bytes: nothing here reads
+the clock, the environment or an absolute path (run.json's start times are read as UTC, the
+reference machine's clock, whatever the time zone of the machine that checks).
 """
 from __future__ import annotations
 
@@ -24,7 +25,7 @@ from pathlib import Path
 import pandas as pd
 
 from .config import Suite, expand, load_suite
-from .load import load
+from .load import graph_changed, load
 from .loadavg import samples as read_samples
 
 SITTING_GAP = timedelta(hours=1)  # a longer pause between two runs starts a new sitting
@@ -156,8 +157,14 @@ def irregular(items: list[Entry], suite: Suite, plan: dict) -> list[str]:
         elif e.info.get("hash") != run.hash:
             out.append(f"{e.path}: ran with other flags than the suite names now (config hash "
                        f"{str(e.info.get('hash'))[:8]}, the suite's {run.hash[:8]}): not in the tables")
+        elif changed := graph_changed(run, e.summary):
+            out.append(f"{e.path}: drawn at generator options its spec no longer gives ({changed}): "
+                       "not in the tables")
         elif e.path not in planned:
             out.append(f"{e.path}: not in plan_{suite.name}.json (its dataset or method was skipped)")
+        if relabel := e.info.get("relabelled"):  # a spec renamed after a preset changed
+            out.append(f"{e.path}: ran as --dataset {relabel.get('from')}; renamed since to the "
+                       f"spec that gives the graph it ran on ({relabel.get('why')})")
         if status != "complete" or e.summary.get("status") != "complete":
             out.append(f"{e.path}: run.json status {status}, summary.json status "
                        f"{e.summary.get('status', 'absent')}: not in the tables")

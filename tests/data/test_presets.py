@@ -11,7 +11,7 @@ from digest.data.synthetic import make_synthetic
 
 # Reduced sizes (nodes, communities): about as many nodes per community as at full size, so that
 # the same-class pairs inside a community (where duplicates are lost) weigh the same.
-REDUCED = {'arxiv-like': (20_000, 8), 'products-like': (25_000, 3), 'products-small': (25_000, 3)}
+REDUCED = {'arxiv-like': (20_000, 8), 'products-like': (25_000, 3), 'products-small': (25_000, 26)}
 
 
 @pytest.mark.parametrize('name', list(PRESETS))

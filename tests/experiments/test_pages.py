@@ -89,6 +89,23 @@ def test_runlog_lists_reruns_commits_and_summaries_that_differ_from_their_plan(s
     assert "| def5678 |" in text.split("## Sittings")[1].split("## Code")[0]  # a sitting of its own
 
 
+def test_runlog_lists_specs_renamed_since_a_run_and_runs_on_a_graph_their_spec_no_longer_gives(
+        suite, tmp_path, monkeypatch):
+    path, runs, samples = suite
+    d = runs / "toy" / "exact_w2_s0"
+    info = json.loads((d / "run.json").read_text())
+    info["relabelled"] = {"from": "toy:old", "why": "a preset changed"}
+    (d / "run.json").write_text(json.dumps(info))
+    stale = {"exact_w2_s1": "signal 0.1 -> 0.007"}  # what load.graph_changed finds per run
+    monkeypatch.setattr(runlog, "graph_changed", lambda run, summary: stale.get(run.name, ""))
+    notes = render(path, runs, samples, tmp_path).split("## Re-runs and irregularities")[1]
+    assert ("- toy/exact_w2_s0: ran as --dataset toy:old; renamed since to the spec that gives "
+            "the graph it ran on (a preset changed)") in notes
+    assert ("- toy/exact_w2_s1: drawn at generator options its spec no longer gives (signal 0.1 "
+            "-> 0.007): not in the tables") in notes
+    assert "digest-I10_w2_s0" not in notes.split("\n## ")[0]
+
+
 def test_markers_pair_up_or_the_page_is_refused_in_one_line():
     page = f"# Title\n\nprose\n{BEGIN}\nold\n{END}\nmore prose\n"
     assert pages.blocks(page, "p.md") == {"generated": (3, 5)}

@@ -184,6 +184,20 @@ def test_a_run_of_a_recalibrated_preset_reruns(tmp_path, monkeypatch, capsys):
     assert runner.graph_changed(run, {"dataset": {"name": "Cora"}}) == ""  # nothing recorded
 
 
+def test_a_graph_drawn_at_a_default_the_generator_did_not_record_is_changed_when_the_spec_moves_it():
+    """make_synthetic leaves split (random) and aligned (0) out of meta['options']: a preset that
+    now sets them draws another graph than the one such a run recorded."""
+    from digest.data.registry import parse_spec
+    spec = "synthetic:nodes=200,communities=4,split=popularity,aligned=0.5"
+    run = expand(suite_from_dict({**SUITE, "datasets": [spec], "seeds": [0]}))[0]
+    now = parse_spec(spec)[1]
+    was = {k: v for k, v in now.items() if k not in ("split", "aligned")}
+    summary = {"dataset": {"meta": {"options": {**was, "seed": 0}}}}
+    assert runner.graph_changed(run, summary) == "aligned 0.0 -> 0.5, split random -> popularity"
+    summary["dataset"]["meta"]["options"].update(split="popularity", aligned=0.5)
+    assert runner.graph_changed(run, summary) == ""
+
+
 def test_a_run_on_a_former_graph_is_missing_from_the_tables_not_averaged(tmp_path, monkeypatch):
     """A seed rerun on the recalibrated graph must not be averaged with seeds still on the old
     one: load() lists the old runs as missing, with what changed."""
