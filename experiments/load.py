@@ -18,6 +18,7 @@ from pathlib import Path
 import pandas as pd
 
 from digest.data.registry import parse_spec
+from digest.data.synthetic import drawn_options
 
 from .config import WARMUP, Run, expand, labels, load_suite
 
@@ -93,9 +94,7 @@ def graph_changed(run: Run, summary: dict) -> str:
     recorded = ((summary.get("dataset") or {}).get("meta") or {}).get("options") or {}
     if info.kind != "synthetic" or not recorded:
         return ""
-    # the generator records split and aligned only away from their defaults (random, 0)
-    recorded = {"split": "random", **({"aligned": 0.0} if "communities" in recorded else {}),
-                **recorded}
+    recorded = drawn_options(recorded)  # with the defaults the generator does not record
     return ", ".join(f"{k} {recorded[k]} -> {v}" for k, v in sorted(now.items())
                      if k in recorded and recorded[k] != v)
 

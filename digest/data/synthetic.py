@@ -135,6 +135,16 @@ def _intervals(cum, ends):
     return np.concatenate([[0.0], hi[:-1]]), hi
 
 
+def drawn_options(recorded: dict) -> dict:
+    """A generated graph's ``meta['options']`` with what ``make_synthetic`` leaves out of it at the
+    defaults filled in (communities 1; with communities, aligned 0; split random), so that the
+    options two graphs were drawn with compare key by key."""
+    out = {'communities': 1, 'split': 'random', **recorded}
+    if out['communities'] > 1:
+        out.setdefault('aligned', 0.0)
+    return out
+
+
 def make_synthetic(nodes: int = 3000, classes: int = 8, avg_degree: float = 10.0,
                    features: int = 64, homophily: float = 0.8, seed: int = 0,
                    signal: float = 0.22, degree_exp: float = 2.5,

@@ -5,7 +5,7 @@ import pytest
 import torch
 
 from digest.data.graph import canonical_edges, degree
-from digest.data.synthetic import make_synthetic, popularity_split, random_split
+from digest.data.synthetic import drawn_options, make_synthetic, popularity_split, random_split
 
 
 @pytest.fixture(scope='module')
@@ -103,6 +103,18 @@ def test_popularity_split_orders_by_degree():
     assert 'split' not in r.meta['options']
     with pytest.raises(ValueError, match="split must be 'random' or 'popularity'"):
         make_synthetic(nodes=50, split='degree')
+
+
+def test_drawn_options_fill_in_what_the_generator_leaves_out_at_its_defaults():
+    plain = make_synthetic(nodes=60, classes=3, seed=1).meta['options']
+    assert 'communities' not in plain and 'split' not in plain and 'aligned' not in plain
+    assert drawn_options(plain) == {**plain, 'communities': 1, 'split': 'random'}
+    local = make_synthetic(nodes=60, classes=3, seed=1, communities=4,
+                           split='popularity').meta['options']
+    assert 'aligned' not in local and local['split'] == 'popularity'
+    assert drawn_options(local) == {**local, 'aligned': 0.0}
+    aligned = make_synthetic(nodes=60, classes=3, seed=1, communities=4, aligned=0.5)
+    assert drawn_options(aligned.meta['options'])['aligned'] == 0.5
 
 
 def test_tiny_and_single_class():
