@@ -234,7 +234,8 @@ def make_synthetic(nodes: int = 3000, classes: int = 8, avg_degree: float = 10.0
     x += means[y]
     y_t = torch.from_numpy(y.astype(np.int64))
     src, dst = edge_index
-    fractions = f'{train:.0%}/{val:.0%}/{1 - train - val:.0%}'
+    # as many digits as the fractions have (8%/1.6%/90.4%), not rounded to whole percent
+    fractions = '/'.join(f'{100 * f:.4g}%' for f in (train, val, 1 - train - val))
     if split == 'popularity':  # after the edges: the degree decides
         masks = popularity_split(degree(edge_index, n), train, val)
         how = f'popularity {fractions} (by degree, most connected first)'

@@ -76,6 +76,8 @@ def test_split_and_meta(g5000):
     assert torch.equal(masks.sum(0), torch.ones(5000, dtype=torch.long)), 'disjoint and covering'
     assert g.train_mask.sum() == 3000 and g.val_mask.sum() == 1000
     assert g.meta['split'].startswith('random 60%/20%/20%')
+    small = make_synthetic(nodes=500, classes=3, train=0.08, val=0.016, seed=0).meta['split']
+    assert small.startswith('random 8%/1.6%/90.4% ')  # the fractions as given, not rounded
     assert g.meta['options']['homophily'] == 0.7 and g.meta['options']['seed'] == 1
     t1, _, _ = random_split(100, seed=3)
     assert torch.equal(t1, random_split(100, seed=3)[0])
