@@ -204,7 +204,7 @@ def make_synthetic(nodes: int = 3000, classes: int = 8, avg_degree: float = 10.0
         raise ValueError('need communities >= 1, 0 <= locality <= 1 and 0 <= aligned <= 1, got '
                          f'{K}, {locality}, {aligned}')
     if split not in SPLITS:
-        raise ValueError(f"split must be 'random' or 'popularity', got {split!r}")
+        raise ValueError(f"split must be {' or '.join(map(repr, SPLITS))}, got {split!r}")
     # drawn only when K > 1, so that K = 1 reproduces the graphs made before the option existed
     local = _Communities(rng, y, theta, C, K, float(locality), float(aligned)) if K > 1 else None
 
