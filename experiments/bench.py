@@ -274,8 +274,8 @@ def main(argv=None) -> int:
     json_path = out_dir / "performance.json"
     doc = json.loads(json_path.read_text()) if json_path.exists() else {}
     if args.render_only:
-        from digest.training.metrics import atomic_write
-        atomic_write(out_dir / "performance.md", render(doc))
+        from digest.files import write_text_atomic
+        write_text_atomic(out_dir / "performance.md", render(doc))
         print(f"wrote {out_dir / 'performance.md'}")
         return 0
     work = Path(tempfile.mkdtemp(prefix="digest-bench-"))
@@ -331,9 +331,10 @@ def main(argv=None) -> int:
             doc["ratios"] = {**{k: v for k, v in old.items() if k in skip}, **r}
         doc = json.loads(json.dumps(doc, default=str))  # times_s lists etc. as plain JSON
         out_dir.mkdir(parents=True, exist_ok=True)
-        from digest.training.metrics import atomic_write, write_json
+        from digest.files import write_text_atomic
+        from digest.training.metrics import write_json
         write_json(json_path, doc)
-        atomic_write(out_dir / "performance.md", render(doc))
+        write_text_atomic(out_dir / "performance.md", render(doc))
         print(f"wrote {out_dir / 'performance.md'} and {json_path}")
     finally:
         if args.keep:

@@ -13,7 +13,8 @@ from ..methods import register
 from ..policies.store import StoreOptions
 from ..runtime import comm
 from ..training import checkpoint, records
-from ..training.metrics import atomic_write, csv_text
+from ..files import write_text_atomic
+from ..training.metrics import csv_text
 from ..training.trainer import PROGRESS, Loop, Trainer
 from . import server
 from .client import AsyncClient, AsyncParamPolicy, AsyncStaleHalo, load_flat, snapshot_epochs, to_cpu
@@ -73,7 +74,7 @@ class AsyncTrainer(Trainer):
         if rank == 0:  # progress of an unfinished run (no evaluation: that comes at the end)
             M = self.rt.world_size
             rows = records.server_epochs(everyone, {}, self.server_state["times"], M)
-            atomic_write(out_dir / PROGRESS, csv_text(rows), fsync=False)
+            write_text_atomic(out_dir / PROGRESS, csv_text(rows), fsync=False)
             self.server_state = None
             comm.rpc_sync(server.NAME, server.release)
         comm.barrier()

@@ -19,12 +19,12 @@ import json
 import os
 import re
 import sys
-import tempfile
 from dataclasses import fields
 from pathlib import Path
 
 import torch
 
+from ..files import write_atomic
 from .graph import Graph, degree
 from .loaders import load_dataset
 from .registry import DatasetError, data_root, parse_spec
@@ -73,19 +73,8 @@ def _sha256(path: Path) -> str:
 
 
 def _atomic_write(path: Path, write) -> str:
-    """Run ``write(fileobj)`` into a temp file next to ``path``, fsync, rename. Returns sha256."""
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as f:
-            write(f)
-            f.flush()
-            os.fsync(f.fileno())
-        digest = _sha256(Path(tmp))
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-    return digest
+    """``digest.files.write_atomic``, then the written file's sha256 (for the manifest)."""
+    return _sha256(write_atomic(path, write))
 
 
 def _compact(t):

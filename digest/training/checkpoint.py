@@ -14,16 +14,15 @@ traceback."""
 from __future__ import annotations
 
 import json
-import os
 import random
 import shutil
-import tempfile
 import zipfile
 from pathlib import Path
 
 import numpy as np
 import torch
 
+from ..files import write_atomic
 from ..runtime import comm
 from .metrics import write_json
 
@@ -93,7 +92,7 @@ def save(out_dir: Path, trainer, epoch: int) -> None:
     }
     path = _path(out_dir, rank, epoch)
     path.parent.mkdir(parents=True, exist_ok=True)
-    write_atomic(state, path)
+    write_atomic(path, lambda f: torch.save(state, f))
     comm.barrier()  # every rank's file is in place before the set is committed
     if rank == 0:  # commit: config.json names the newest complete set; then drop the others
         top = path.parent.parent
@@ -102,21 +101,6 @@ def save(out_dir: Path, trainer, epoch: int) -> None:
         for old in top.iterdir():
             if old.is_dir() and old.name != path.parent.name:
                 shutil.rmtree(old, ignore_errors=True)
-
-
-def write_atomic(state: dict, path: Path) -> None:
-    """``torch.save`` to a temporary file beside ``path``, then rename: a reader sees the old file
-    or the whole new one. Interrupted (Ctrl-C, a full disk), it leaves no temporary file."""
-    fd, tmp = tempfile.mkstemp(dir=path.parent, suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as f:
-            torch.save(state, f)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
 
 
 def load(out_dir: Path, trainer) -> tuple[int, list[dict]]:

@@ -9,29 +9,11 @@ import os
 import platform
 import resource
 import subprocess
-import tempfile
 from pathlib import Path
 
 import torch
 
-
-def atomic_write(path: str | os.PathLike, text: str, fsync: bool = True) -> None:
-    """Write via a temp file in the same folder + fsync + rename (atomic on POSIX).
-    ``fsync=False``: still atomic for readers, not durable across a power cut (progress files)."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w") as f:
-            f.write(text)
-            f.flush()
-            if fsync:
-                os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
+from ..files import write_text_atomic
 
 
 def csv_text(rows: list[dict]) -> str:
@@ -137,4 +119,4 @@ def best_validation(rows: list[dict]) -> dict:
 
 
 def write_json(path, obj) -> None:
-    atomic_write(path, json.dumps(obj, indent=2, default=str) + "\n")
+    write_text_atomic(path, json.dumps(obj, indent=2, default=str) + "\n")

@@ -22,7 +22,8 @@ from ..config import TrainConfig
 from ..data import normalize_rows
 from ..policies.halo import ExactHalo, HaloPlan
 from ..data.local_graph import LocalPart
-from .metrics import atomic_write, csv_text, peak_memory_mb, write_json
+from ..files import write_text_atomic
+from .metrics import csv_text, peak_memory_mb, write_json
 from ..models import MODELS
 from ..runtime.profile import StepProfiler, label
 from .straggler import Straggler
@@ -128,7 +129,7 @@ class Trainer:
             return None
         summary = {**summary_extra, **records.summary(self.rows), **extra,
                    "features_normalized": self.features_normalized}
-        atomic_write(out_dir / "metrics.csv", csv_text(self.rows))
+        write_text_atomic(out_dir / "metrics.csv", csv_text(self.rows))
         write_json(out_dir / "summary.json", summary)  # written last: its presence = complete
         (out_dir / PROGRESS).unlink(missing_ok=True)  # superseded by metrics.csv
         return summary
@@ -169,7 +170,7 @@ class Trainer:
             saving = cfg.runtime.checkpoint_every and (epoch + 1) % cfg.runtime.checkpoint_every == 0
             if rank == 0 and (saving or ("val_acc" in row and time.monotonic() - shown > PROGRESS_S)):
                 # progress of an unfinished run, never mistaken for a result (no summary.json)
-                atomic_write(out_dir / PROGRESS, csv_text(self.rows), fsync=False)
+                write_text_atomic(out_dir / PROGRESS, csv_text(self.rows), fsync=False)
                 shown = time.monotonic()
             if saving:
                 checkpoint.save(out_dir, self, epoch + 1)
