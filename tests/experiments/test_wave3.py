@@ -17,12 +17,13 @@ from experiments.config import expand, load_suite
                ("CS", "minibatch"): 1, ("synthetic", "minibatch-b64"): 1, ("CS", "sylvie"): 3,
                ("synthetic", "exact"): 3, ("CS", "adaqp-2"): 3}),
     ("wave3_physics", {("Physics", "sat-I10"): 1, ("Physics", "minibatch"): 1,
-                       ("Physics", "sylvie"): 3, ("Physics", "pipegcn"): 3}),
+                       ("Physics", "sylvie"): 3, ("Physics", "pipegcn"): 3,
+                       ("Physics", "sat-I10-sync-mean"): 1, ("Physics", "sat-I10-sync-resmean"): 1}),
 ])
 def test_wave3_suites(name, plan):
     suite = load_suite(name)
     runs = expand(suite)
     count = Counter((r.dataset, r.label) for r in runs)
     assert {k: count[k] for k in plan} == plan
-    assert len(runs) == {"wave3": 41, "wave3_physics": 17}[name]
+    assert len(runs) == {"wave3": 41, "wave3_physics": 19}[name]
     assert all(r.flags["epochs"] == 200 and r.flags["workers"] == 4 for r in runs)
