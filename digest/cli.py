@@ -227,6 +227,18 @@ def _complete_in(cfg: TrainConfig, world: int) -> bool:
     return True
 
 
+def _check_writable(out_dir) -> None:
+    """An --out the run cannot write is one line now, not a failure after the first epoch."""
+    import tempfile
+    try:
+        Path(out_dir).mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryFile(dir=out_dir):
+            pass
+    except OSError as e:
+        raise UsageError(f"cannot write the run's files to {out_dir}: "
+                         f"{e.strerror or type(e).__name__}") from None
+
+
 def cmd_train(args) -> int:
     given = flags.given(args)
     try:
@@ -248,6 +260,7 @@ def cmd_train(args) -> int:
     _check_dataset(cfg.data.dataset, world or cfg.runtime.workers, "--workers")
     if not cfg.runtime.resume and _complete_in(cfg, world or cfg.runtime.workers):
         return 0  # the same run, already complete there: nothing to do
+    _check_writable(cfg.runtime.resume or cfg.run_dir(world or cfg.runtime.workers))
     if under_torchrun():  # this process is one of torchrun's workers
         interrupt_once()
         out_dir = cfg.runtime.resume or cfg.run_dir(world)

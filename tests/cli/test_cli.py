@@ -93,6 +93,19 @@ def test_bad_input_is_one_line_in_process(tmp_path, capsys, monkeypatch, args, s
     nothing_written(tmp_path)
 
 
+def test_an_out_that_cannot_be_written_is_one_line_before_anything_runs(tmp_path, capsys,
+                                                                          monkeypatch):
+    monkeypatch.setenv("DIGEST_DATA", str(tmp_path / "data"))
+    (tmp_path / "taken").write_text("a file, not a folder")
+    capsys.readouterr()
+    rc = main(["train", "--dataset", SYNTH, "--epochs", "1",
+               "--out", str(tmp_path / "taken" / "run")])
+    err = [x for x in capsys.readouterr().err.splitlines() if x.strip()]
+    assert rc == 2 and err == [f"error: cannot write the run's files to {tmp_path}/taken/run: "
+                               "Not a directory"], err
+    assert [p.name for p in tmp_path.rglob("*")] == ["taken"]  # no partition cache was built
+
+
 def _cora(tmp_path):
     if not (SHARED_DATASETS / "Cora" / "raw").is_dir():
         pytest.skip(f"{SHARED_DATASETS / 'Cora'} is absent (real-data test)")
