@@ -31,20 +31,28 @@
 set -uo pipefail
 cd "$(dirname "$0")"
 suite=full results=results plots=plots seeds=()
+usage() {  # one line, nothing run: a flag this script does not take is never passed over
+  echo "error: $1; usage: ./run_all.sh [--quick | --suite NAME [--seeds LIST] | --check [SUITE]]" >&2
+  exit 2
+}
 case "${1:-}" in
-  --quick) suite=quick results=results/quick plots=plots/quick ;;
-  --suite) suite="${2:?--suite needs a name from experiments/configs}"
+  --quick) [ $# -eq 1 ] || usage "--quick takes nothing after it, got '${*:2}'"
+           suite=quick results=results/quick plots=plots/quick ;;
+  --suite) [ $# -ge 2 ] || usage "--suite needs a name from experiments/configs"
+           suite="$2"
            # repro is a subset of full: same runs, same place; any other suite gets its own folder
            case "$suite" in full|repro) ;; *) results="results/$suite" plots="plots/$suite" ;; esac
-           case "${3:-}" in
-             "") ;;
-             --seeds) seeds=(--seeds "${4:?--seeds needs a list such as 0,1}") ;;
-             *) echo "usage: ./run_all.sh --suite NAME [--seeds LIST]" >&2; exit 2 ;;
-           esac ;;
-  --check) check="${2:-repro}" ;;
+           if [ $# -gt 2 ]; then
+             [ "$3" = --seeds ] || usage "after --suite NAME only --seeds LIST, got '${*:3}'"
+             [ $# -ge 4 ] || usage "--seeds needs a list such as 0,1"
+             [ $# -eq 4 ] || usage "nothing after --seeds LIST, got '${*:5}'"
+             seeds=(--seeds "$4")
+           fi ;;
+  --check) [ $# -le 2 ] || usage "--check takes one suite, got '${*:2}'"
+           check="${2:-repro}" ;;
   "") ;;
   -h|--help) sed -n '2,/^set -uo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
-  *) echo "usage: ./run_all.sh [--quick | --suite NAME | --check [SUITE]]" >&2; exit 2 ;;
+  *) usage "unknown option '$1'" ;;
 esac
 . scripts/env.sh
 set -uo pipefail

@@ -105,6 +105,24 @@ def test_run_all_check_runs_the_recompute(repository_copy, tmp_path):
     assert done.rc == 2 and "no suite" in done.stderr
 
 
+@pytest.mark.parametrize("argv,said", [
+    (["--bogus"], "unknown option '--bogus'"),
+    (["--quick", "--out", "x"], "--quick takes nothing after it, got '--out x'"),
+    (["--suite"], "--suite needs a name"),
+    (["--suite", "quick", "--workers", "0"], "after --suite NAME only --seeds LIST"),
+    (["--suite", "quick", "--seeds"], "--seeds needs a list"),
+    (["--suite", "quick", "--seeds", "0", "1"], "nothing after --seeds LIST, got '1'"),
+    (["--check", "quick", "repro"], "--check takes one suite"),
+])
+def test_run_all_refuses_an_argument_it_does_not_take_in_one_line(repository_copy, argv, said):
+    """A flag run_all.sh does not take is refused before anything runs, never passed over."""
+    done = run_all(repository_copy, *argv)
+    assert done.rc == 2 and len(done.lines) == 1, done.stderr
+    assert done.lines[0].startswith("error: ") and said in done.lines[0], done.stderr
+    assert not (repository_copy / "results").exists() and \
+        not (repository_copy / "plots").exists()
+
+
 @pytest.mark.slow
 def test_run_all_refuses_a_wrong_suite_or_seed_list_in_one_line(repository_copy, tmp_path):
     """A wrong suite or --seeds stops run_all.sh with the runner's one line: no run, no tables,
