@@ -153,6 +153,21 @@ def train_runs(cfg, rt, part, runs: dict, setup=None, per_step=None, finish=None
     return out
 
 
+def resumed(cfg, rt, part, out_dir, stop: int, trainer_cls=None) -> list[float]:
+    """Losses of ``cfg`` run to epoch ``stop``, checkpointed, restored into a new trainer (of
+    ``trainer_cls``, default ``Trainer``) and run on to the end: equal to an uninterrupted run's
+    when resume restores everything a step depends on."""
+    from digest.training import checkpoint
+    from digest.training.trainer import Trainer
+    trainer_cls = trainer_cls or Trainer
+    first = trainer_cls(cfg, rt, part)
+    losses = [first.step(t) for t in range(stop)]
+    checkpoint.save(out_dir, first, stop)
+    second = trainer_cls(cfg, rt, part)
+    assert checkpoint.load(out_dir, second)[0] == stop
+    return losses + [second.step(t) for t in range(stop, cfg.optim.epochs)]
+
+
 def fit_async_counted(cfg, rt, part, out_dir: str) -> dict:
     """One DIGEST-A run (any method with AsyncTrainer's loop) on this worker, recording what a
     hand count of its bytes needs: its applied steps' records (bytes, messages, store_syncs), for

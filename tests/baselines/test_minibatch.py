@@ -21,9 +21,8 @@ from digest.data.local_graph import extract_part
 from digest.data.partition import partition
 from digest.data.synthetic import make_synthetic
 from digest.runtime import comm
-from digest.training import checkpoint
 from digest.training.trainer import Trainer
-from helpers import here, rows, run_workers
+from helpers import here, resumed, rows, run_workers
 
 
 def small_graph(n=60, edges=150, seed=0):
@@ -170,12 +169,7 @@ def record(cfg, rt, part, runs, out_dir):
     run_cfg = cfg.replace(**{**runs["small"], "dropout": 0.5, "epochs": 3})
     direct = MiniBatchTrainer(run_cfg, rt, part)
     out["direct"] = [direct.step(t) for t in range(3)]
-    first = MiniBatchTrainer(run_cfg, rt, part)
-    losses = [first.step(0)]
-    checkpoint.save(out_dir, first, 1)
-    second = MiniBatchTrainer(run_cfg, rt, part)
-    assert checkpoint.load(out_dir, second)[0] == 1
-    out["resumed"] = losses + [second.step(t) for t in (1, 2)]
+    out["resumed"] = resumed(run_cfg, rt, part, out_dir, 1, MiniBatchTrainer)
     return out
 
 

@@ -13,9 +13,8 @@ from digest.config import TrainConfig, validate
 from digest.data.cache import prepare_partition
 from digest.data.synthetic import make_synthetic
 from digest.runtime import comm
-from digest.training import checkpoint
 from digest.training.trainer import Trainer
-from helpers import here, run_workers
+from helpers import here, resumed, run_workers
 
 
 def random_graph(n_inner, n_halo, edges, seed):
@@ -137,16 +136,6 @@ RUNS = {  # (another method starts from its own defaults: the interval is given 
     "direct-sync": dict(method="sat", sync_interval=2, sat_snapshots="sync", sat_replay=2,
                         sat_steps=2, dropout=0.5),
 }
-
-
-def resumed(cfg, rt, part, out_dir, stop: int) -> list[float]:
-    """Losses of ``cfg`` run to ``stop``, checkpointed, restored into a new trainer, run on."""
-    first = Trainer(cfg, rt, part)
-    losses = [first.step(t) for t in range(stop)]
-    checkpoint.save(out_dir, first, stop)
-    second = Trainer(cfg, rt, part)
-    assert checkpoint.load(out_dir, second)[0] == stop
-    return losses + [second.step(t) for t in range(stop, cfg.optim.epochs)]
 
 
 def record(cfg, rt, part, runs, out_dir):

@@ -16,9 +16,8 @@ from digest.config import TrainConfig, validate
 from digest.data.cache import prepare_partition
 from digest.data.synthetic import make_synthetic
 from digest.runtime import comm
-from digest.training import checkpoint
 from digest.training.trainer import Trainer
-from helpers import here, run_workers
+from helpers import here, resumed, run_workers
 
 BF16 = torch.bfloat16
 
@@ -92,16 +91,6 @@ RUNS = {
     "k3": dict(method="sylvie", sync_every=3),
     "zeros": dict(method="sylvie", sync_every=0, sylvie_step0="zeros", epochs=2),
 }
-
-
-def resumed(cfg, rt, part, out_dir, stop: int) -> list[float]:
-    """Losses of ``cfg`` run to ``stop``, checkpointed, restored into a new trainer, run on."""
-    first = Trainer(cfg, rt, part)
-    losses = [first.step(t) for t in range(stop)]
-    checkpoint.save(out_dir, first, stop)
-    second = Trainer(cfg, rt, part)
-    assert checkpoint.load(out_dir, second)[0] == stop
-    return losses + [second.step(t) for t in range(stop, cfg.optim.epochs)]
 
 
 def record(cfg, rt, part, runs, out_dir):
