@@ -9,14 +9,11 @@ All configurations run in ONE launch of 2 real gloo workers (start-up dominates 
 from __future__ import annotations
 
 import pytest
-import torch
 
-from digest.config import TrainConfig, validate
+from digest.config import TrainConfig
 from digest.data.cache import prepare_partition
 from digest.data.synthetic import make_synthetic
-from digest.runtime import comm
-from digest.training.trainer import Trainer
-from helpers import run_workers
+from helpers import run_workers, train_runs
 
 T = 8
 EPS = 1e-3  # far under the floor at dropout 0.5 (measured ~0.3-0.6 here), far over lr 1e-7's drift
@@ -36,27 +33,11 @@ RUNS = {
 }
 
 
-def train_all(cfg, rt, part, runs):
-    torch.set_num_threads(1)
-    out = {}
-    for name, over in runs.items():
-        run_cfg = cfg.replace(**over)
-        validate(run_cfg)
-        trainer = Trainer(run_cfg, rt, part)
-        rows = []
-        for epoch in range(T):
-            comm.traffic.reset()
-            loss = trainer.step(epoch)
-            rows.append({"loss": loss, **comm.traffic.snapshot(), **trainer.policy.state()})
-        out[name] = rows
-    return out
-
-
 @pytest.fixture(scope="module")
 def ranks(tmp_path_factory):
     graph = make_synthetic(nodes=300, classes=4, avg_degree=8, features=12, seed=1)
     part_dir = prepare_partition("nf", 2, "metis", 0, tmp_path_factory.mktemp("data"), graph=graph)
-    return run_workers(train_all, BASE, part_dir, 2, runs=RUNS)
+    return run_workers(train_runs, BASE, part_dir, 2, runs=RUNS)
 
 
 def column(ranks, run, key):
