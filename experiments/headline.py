@@ -50,7 +50,7 @@ KEYS = (
         speed="cluster_speed"),
     Key("arxiv"),
     Key("settings", ("Photo",), ("pipegcn", "pipegcn-smooth0.95", "adaqp-adaptive-4", "sage")),
-    Key("wave3", ("CS",), ("sylvie", "sat-I10", "sat-I10-residual", "minibatch")),
+    Key("wave3", ("CS",), ("sylvie", "sat-I10", "sat-I10-sync-resmean", "minibatch")),
 )
 HEADER = ["suite", "graph", "method", "M", "network", "seeds", "test acc. %", "exact %",
           "Δ vs exact", "per-epoch speedup"]
