@@ -117,7 +117,8 @@ def reap(record_path: Path) -> None:
     except (OSError, ValueError):
         return
     teardown(record["namespaces"])
-    placement.remove(record.get("cgroups", []))
+    if placement.remove(record.get("cgroups", [])):
+        return  # the record stays, so that the next run's reap_stale tries again
     record_path.with_suffix(".hosts").unlink(missing_ok=True)
     record_path.unlink(missing_ok=True)
 

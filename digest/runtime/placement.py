@@ -16,6 +16,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import time
 from pathlib import Path
 
 QUOTA_ENV = "DIGEST_CPU_QUOTA"
@@ -102,21 +103,30 @@ def enter_from_env() -> None:
         (path / "cgroup.procs").write_text(str(os.getpid()))  # its threads and children follow
 
 
-def remove(paths) -> None:
-    """Kill what is left in ``paths`` (this run's processes only) and delete them."""
+def remove(paths, wait: float = 10.0) -> list[str]:
+    """Kill what is left in ``paths`` (this run's processes only) and delete them; returns the
+    ones still there after ``wait`` seconds. A SIGKILLed process stays in its cgroup until it has
+    exited, so the delete is retried meanwhile (one try was lost to that race under load)."""
+    left = []
     for p in map(Path, paths):
-        if not p.exists():
-            continue
-        try:
-            pids = (p / "cgroup.procs").read_text().split()
-        except OSError:
-            pids = []
-        for pid in pids:
+        deadline = time.monotonic() + wait
+        while p.exists():
             try:
-                os.kill(int(pid), signal.SIGKILL)
-            except (OSError, ValueError):
-                pass
-        try:
-            p.rmdir()
-        except OSError:
-            pass  # a killed process may take a moment to leave; reap_stale retries
+                pids = (p / "cgroup.procs").read_text().split()
+            except OSError:
+                pids = []
+            for pid in pids:
+                try:
+                    os.kill(int(pid), signal.SIGKILL)
+                except (OSError, ValueError):
+                    pass
+            try:
+                p.rmdir()
+            except FileNotFoundError:
+                break
+            except OSError:
+                if time.monotonic() > deadline:
+                    left.append(str(p))
+                    break
+                time.sleep(0.05)
+    return left

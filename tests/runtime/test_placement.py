@@ -6,6 +6,7 @@ import json
 import os
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
 import pytest
@@ -59,3 +60,36 @@ def test_quota_caps_each_worker_and_is_removed():
         assert f"digest-{run}-w1" in out
         assert json.loads(q.worker_env()[placement.QUOTA_ENV]) == q.paths
     assert not any(Path(p).exists() for p in q.paths)
+
+
+def _busy_cgroup(tmp_path) -> Path:
+    """A stand-in for a cgroup whose last process has not left yet: rmdir fails while it holds
+    a file (the real one lists no pid here, so nothing is killed)."""
+    group = tmp_path / "digest-t-w0"
+    group.mkdir()
+    (group / "cgroup.procs").write_text("")
+    return group
+
+
+def test_remove_waits_for_the_last_process_to_leave(tmp_path):
+    group = _busy_cgroup(tmp_path)
+    threading.Timer(0.3, (group / "cgroup.procs").unlink).start()  # the process leaves, late
+    assert placement.remove([group], wait=10) == []
+    assert not group.exists()
+
+
+def test_remove_returns_what_it_could_not_delete(tmp_path):
+    group = _busy_cgroup(tmp_path)
+    assert placement.remove([group, tmp_path / "never-made"], wait=0.2) == [str(group)]
+
+
+def test_a_record_whose_cgroup_stays_is_kept_for_the_next_reap(tmp_path, monkeypatch):
+    from digest.runtime import netns
+    record = tmp_path / "r.json"
+    record.write_text(json.dumps({"namespaces": [], "cgroups": ["x"]}))
+    monkeypatch.setattr(placement, "remove", lambda paths: ["x"])
+    netns.reap(record)
+    assert record.exists()  # reap_stale at the next run tries again
+    monkeypatch.setattr(placement, "remove", lambda paths: [])
+    netns.reap(record)
+    assert not record.exists()
