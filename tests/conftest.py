@@ -1,6 +1,7 @@
 """Shared fixtures: a private data root per test and per session, the warm worker pool, the
 ``slow`` tier. The shared code itself (graphs, the one-launch worker harness, the command-line
-runners, experiment fixtures) is tests/helpers.py."""
+runners) is tests/helpers.py; the experiment fixtures (run folders without training) are
+tests/fake_runs.py."""
 from __future__ import annotations
 
 import sys
@@ -9,7 +10,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-for path in (ROOT, ROOT / "tests"):  # the project, and tests/helpers.py from every sub-folder
+for path in (ROOT, ROOT / "tests"):  # the project; helpers.py, fake_runs.py from every folder
     if str(path) not in sys.path:
         sys.path.insert(0, str(path))
 

@@ -8,7 +8,7 @@ import pandas as pd
 
 from experiments import method_state, report, tables
 from experiments.load import load
-from helpers import write_run
+from fake_runs import write_run
 
 
 def add(d, columns: dict, peak=None):

@@ -13,7 +13,7 @@ import pytest
 
 from experiments import headline, pages, recompute, runlog
 from experiments.timing import NO_DIFFERENCE
-from helpers import fake_suite, recompute_args as args
+from fake_runs import fake_suite, recompute_args as args
 
 BEGIN, END = "<!-- generated:begin (python -m experiments.pages; do not edit) -->", "<!-- generated:end -->"
 

@@ -12,8 +12,7 @@ import pytest
 
 from experiments import pareto, pareto_render, plots, recompute, report, tables
 from experiments.load import load
-from helpers import write_run
-from helpers import fake_suite, recompute_args as args
+from fake_runs import fake_suite, recompute_args as args, write_run
 
 
 def blank_until(d, epoch):

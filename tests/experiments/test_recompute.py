@@ -15,7 +15,8 @@ import pytest
 
 from experiments import recompute
 from experiments.config import CONFIGS, load_suite
-from helpers import ROOT, cli, fake_suite, recompute_args as args
+from fake_runs import fake_suite, recompute_args as args
+from helpers import ROOT, cli
 
 
 def test_recompute_reproduces_then_reports_each_difference(tmp_path, capsys):

@@ -12,7 +12,7 @@ from experiments import cluster, pareto_render, plots, render
 from experiments.config import CONFIGS, labels, load_suite
 from experiments.load import load
 from experiments.render import GROUPS, MAX_SERIES, METHOD_STYLE, Panel, family, panels, style
-from helpers import write_run
+from fake_runs import write_run
 
 QUICK = ["exact", "partition", "partition-pa5", "digest-I10", "digest-async-I10", "varco-variable",
          "varco-fixed-8", "pipegcn", "bnsgcn-p0.1", "sancus", "adaqp-2", "digest-vanishing"]

@@ -10,7 +10,7 @@ import pytest
 from experiments import costmodel, plots, report, tables
 from experiments.config import expand, load_suite
 from experiments.load import load
-from helpers import write_run
+from fake_runs import write_run
 
 NET = costmodel.parse_network("10gbit,5us")
 
