@@ -106,7 +106,7 @@ def enter_from_env() -> None:
 def remove(paths, wait: float = 10.0) -> list[str]:
     """Kill what is left in ``paths`` (this run's processes only) and delete them; returns the
     ones still there after ``wait`` seconds. A SIGKILLed process stays in its cgroup until it has
-    exited, so the delete is retried meanwhile (one try was lost to that race under load)."""
+    exited (a while on a loaded machine), so the delete is retried meanwhile."""
     left = []
     for p in map(Path, paths):
         deadline = time.monotonic() + wait

@@ -91,8 +91,7 @@ def save(out_dir: Path, trainer, epoch: int) -> None:
         "rows": trainer.rows, "config": trainer.cfg.flat(), "extra": trainer.extra_state(),
     }
     path = _path(out_dir, rank, epoch)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    write_atomic(path, lambda f: torch.save(state, f))
+    write_atomic(path, lambda f: torch.save(state, f))  # (creates the epoch's folder)
     comm.barrier()  # every rank's file is in place before the set is committed
     if rank == 0:  # commit: config.json names the newest complete set; then drop the others
         top = path.parent.parent
