@@ -18,7 +18,6 @@ Session-scoped data roots are fixtures (conftest.py)."""
 from __future__ import annotations
 
 import csv
-import json
 import os
 import sys
 from pathlib import Path

@@ -78,7 +78,7 @@ class CpuQuota:
                     (p / "cpu.cfs_period_us").write_text(str(PERIOD_US))
                     (p / "cpu.cfs_quota_us").write_text(str(quota))
         except OSError as e:
-            remove(self.paths)
+            remove(self.paths, wait=0)  # nothing joined them yet: waiting cannot help
             self.kind, self.paths, self.reason = None, [], f"cgroup write failed: {e.strerror}"
         return self
 
