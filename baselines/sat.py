@@ -24,8 +24,11 @@ halo rows replaced, between store refreshes, by a small learned predictor's extr
   ``--sat-base mean``, the window's mean: untrained, the predictor is DIGEST or ``mean``.
 - Use: the prediction, detached (no gradient from the GNN loss reaches P, nothing is sent), from
   P_l's first training step on; before it DIGEST's store rows *(choice: warm-up)*.
-  ``--sat-gate``: after a sync, a layer whose prediction error was not below the staleness error
-  uses the store rows until the next sync.
+  The guard ``--sat-gate`` (on by default *(choice)*; ``--no-sat-gate``: the reference code's
+  reading, the prediction always): at each sync, a layer whose prediction error exceeded the
+  staleness error reads the store rows until a later sync's prediction does better. Why: the
+  predictor is meant to beat the store rows, and the sync is the one moment it can see that it
+  does not; a predictor that diverges would otherwise feed the GNN rows worse than DIGEST's.
 - Training, at sync steps only (the only moments fresh rows exist): the prediction made in step
   s's forward (its graph kept) against the rows DIGEST's pull just brought, Z_s; loss = sum over
   layers of the MSE over halo rows and columns; one Adam step (``--sat-lr``, default 0.1, the
@@ -37,8 +40,11 @@ halo rows replaced, between store refreshes, by a small learned predictor's extr
 
 Metrics (per step; at sync steps for the errors): everything DIGEST reports (``staleness_repr``,
 ``store_syncs``, ``stale_err_l{l}`` = ||S_old - Z|| / ||Z||), plus ``pred_err_l{l}`` =
-||H^ - Z|| / ||Z|| of the same sync, ``sat_loss``, ``sat_used_l{l}`` (1: this step read the
-prediction), ``sat_gate_l{l}`` (with --sat-gate: 1 = closed, store rows until the next sync),
+||H^ - Z|| / ||Z|| of the same sync, ``served_err_l{l}`` = the same error of the rows the sync step
+read (the prediction, or with the guard closed or before the first update the store rows:
+then equal to ``stale_err_l{l}``), ``sat_loss``, ``sat_used_l{l}`` (1: this step read the
+prediction), with the guard ``sat_gate_l{l}`` (1 = closed at this sync: store rows until the
+next) and ``sat_gate_closed`` (running count of the (sync, layer) pairs closed so far),
 ``sat_time`` (seconds of predictor forward, backward and update: compute apart from the GNN's),
 ``sat_mem_mb`` (predictor parameters, optimiser state, snapshot windows and kept pairs).
 
@@ -92,8 +98,10 @@ class SatOptions(Options):
                                 "sync: fresh inner and halo rows, so the window holds the halo "
                                 "rows' own history; baselines/sat_sync.py)", choices=SNAPSHOTS)
     sat_steps: int = option(1, "Adam steps per predictor update (one update per sync)")
-    sat_gate: bool = option(False, "after each sync, use the store rows until the next sync in a "
-                            "layer whose prediction error was not below the staleness error")
+    sat_gate: bool = option(True, "the guard, on by default (a choice): at each sync, a layer "
+                            "whose prediction error exceeded the staleness error reads the store "
+                            "rows (DIGEST's) until a later sync's prediction does better; "
+                            "--no-sat-gate: the reference code's reading (the prediction always)")
     sat_shared: bool = option(False, "average the predictors' gradients over workers at each sync "
                               "(counted as params); default: private predictors, zero bytes")
 
@@ -136,7 +144,8 @@ class SatHalo(StaleHalo):
         self.opt = torch.optim.Adam(params, lr=o.sat_lr) if params else None
         self.snaps: dict[int, deque] = {l: deque(maxlen=self.window) for l in self.hidden}
         self.trained = {l: False for l in self.hidden}
-        self.closed = {l: False for l in self.hidden}  # --sat-gate: store rows until next sync
+        self.closed = {l: False for l in self.hidden}  # the guard: store rows until next sync
+        self.closings = 0  # (sync, layer) pairs the guard closed so far: sat_gate_closed
         self.kept: dict[int, tuple[Tensor, Tensor]] = {}  # layer -> (prediction, its window)
         self.pairs: dict[int, deque] = {l: deque(maxlen=max(0, self.replay - 1))
                                         for l in self.hidden}  # (window, target) of past syncs
@@ -149,6 +158,7 @@ class SatHalo(StaleHalo):
         self._pred_err: dict[int, float | None] = {}
         self._used: dict[int, int] = {}
         self._gate: dict[int, int] = {}
+        self._served_err: dict[int, float | None] = {}
 
     # -- the policy ---------------------------------------------------------------------------
     def before_step(self, step, forward):
@@ -238,14 +248,18 @@ class SatHalo(StaleHalo):
             self.opt.step()
 
     def _mark_trained(self) -> None:
-        """After an update: predictions may be read; --sat-gate closes a layer whose prediction
-        error at this sync was not below the staleness error."""
+        """After an update (the store holds the fresh rows Z): the error of the rows this step
+        read; predictions may be read from now on; the guard closes a layer whose prediction
+        error at this sync exceeded the staleness error, and opens it when it does not."""
         for l in self.hidden:
+            if l in self.used:
+                self._served_err[l] = self.stale_error(self.used[l], self.store[l])
             self.trained[l] = True
             if self.gate_on:
                 stale, pred = self.errors.get(l), self._pred_err.get(l)
-                self.closed[l] = stale is not None and pred is not None and pred >= stale
+                self.closed[l] = stale is not None and pred is not None and pred > stale
                 self._gate[l] = int(self.closed[l])
+                self.closings += self._gate[l]
 
     # -- metrics and checkpoints --------------------------------------------------------------
     def memory_mb(self) -> float:
@@ -260,9 +274,11 @@ class SatHalo(StaleHalo):
     def state(self):
         out = super().state()
         out.update({f"pred_err_l{l}": e for l, e in self._pred_err.items()})
+        out.update({f"served_err_l{l}": e for l, e in self._served_err.items()})
         out.update({f"sat_used_l{l}": u for l, u in self._used.items()})
         if self.gate_on:
             out.update({f"sat_gate_l{l}": g for l, g in self._gate.items()})
+            out["sat_gate_closed"] = self.closings
         out.update(sat_loss=self._loss, sat_time=self._time, sat_mem_mb=self.memory_mb())
         return out
 
@@ -271,7 +287,8 @@ class SatHalo(StaleHalo):
                 "opt": self.opt.state_dict() if self.opt is not None else None,
                 "snaps": {l: list(q) for l, q in self.snaps.items()},
                 "pairs": {l: list(q) for l, q in self.pairs.items()},
-                "trained": dict(self.trained), "closed": dict(self.closed)}
+                "trained": dict(self.trained), "closed": dict(self.closed),
+                "closings": self.closings}
 
     def load_state_dict(self, state):
         super().load_state_dict(state)
@@ -284,6 +301,7 @@ class SatHalo(StaleHalo):
             self.pairs[l].clear()
             self.pairs[l].extend(state["pairs"][l])
         self.trained, self.closed = dict(state["trained"]), dict(state["closed"])
+        self.closings = state.get("closings", 0)  # a checkpoint from before the count: none
 
 
 class SyncSatHalo(SyncSnapshots, SatHalo):
