@@ -23,6 +23,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from . import periods
 from .config import base_label, dataset_slug, network_of
 from .costmodel import Network, modeled_epoch_times
 from .load import Loaded
@@ -50,13 +51,13 @@ def _share(record) -> float:
 
 def sweep_frame(loaded: Loaded) -> pd.DataFrame:
     """One row per emulated run: its bandwidth, emulated and modeled ms per epoch (means over
-    its epochs), accuracy."""
+    its window of whole periods after the warm-up, experiments/periods.py), accuracy."""
     rows = []
     for r in loaded.records:
         e = r.summary.get("emulation")
         if not e:
             continue
-        m = r.metrics
+        m = periods.timed_rows(r.metrics, r.summary.get("config", {}), loaded.warmup)
         net = Network(_bit_s(r) / 8, 0.0, e["bandwidth"])
         cpu = [c for c in m.columns if c.startswith("cpu_time_w")]
         rows.append({"dataset": r.dataset, "method": base_label(r.label), "workers": r.workers,

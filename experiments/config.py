@@ -138,6 +138,7 @@ class Run:
     seed: int
     flags: dict                     # exactly what is passed to `python -m digest train`
     round: int = 0                  # the timing protocol's repetition (0 without rounds)
+    position: int | None = field(default=None, compare=False)  # its place in its round's order
 
     @property
     def label(self) -> str:

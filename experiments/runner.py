@@ -5,7 +5,7 @@ user takes), its stdout/stderr in ``<dir>/log.txt``. A run whose ``summary.json`
 whose ``run.json`` holds the same config hash is skipped, so an interrupted suite resumes and loses
 nothing finished; any other existing directory is cleared and rerun. A failed run is reported in
 one line and the suite goes on. Runs start interleaved (experiments/schedule.py: round by round,
-point by point, the methods of a point in turn); run.json records each run's round and start
+point by point, the methods of a point in a seeded random order); run.json records each run's round, position and start
 time. Methods not registered and datasets not available are skipped with
 the reason printed. Exit status: 0, or 1 when some run failed.
 """
@@ -86,7 +86,8 @@ def execute(run: Run, directory: Path, launcher=launch) -> bool:
         shutil.rmtree(directory)
     directory.mkdir(parents=True)
     record = {"label": run.label, "dataset": run.dataset, "method": run.spec.method,
-              "workers": run.workers, "seed": run.seed, "round": run.round, "flags": run.flags,
+              "workers": run.workers, "seed": run.seed, "round": run.round,
+              "position": run.position, "flags": run.flags,
               "hash": run.hash,
               "argv": ["python", *run.argv(directory)], "status": "running",
               "started": time.strftime("%Y-%m-%dT%H:%M:%S")}

@@ -22,7 +22,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from . import cluster, method_state, pareto, report, timing
+from . import cluster, method_state, pareto, periods, report, timing
 from .config import exact_for, is_exact
 from .costmodel import Network, modeled_epoch_times, parse_network
 from .load import Loaded, load
@@ -35,16 +35,18 @@ CATEGORIES = {"bytes_halo_fwd": "halo fwd", "bytes_halo_bwd": "halo bwd",
 
 
 def run_frame(loaded: Loaded, net: Network | None = None) -> pd.DataFrame:
-    """One row per run: identity, accuracy, mean epoch time, mean bytes per epoch by category."""
+    """One row per run: identity, accuracy, per-epoch time (the mean over the run's window of
+    whole periods after the warm-up, experiments/periods.py), mean bytes per epoch by category."""
     rows = []
     for r in loaded.records:
         m = r.metrics
+        timed = periods.timed_rows(m, r.summary.get("config", {}), loaded.warmup)
         row = {"dataset": r.dataset, "method": r.label, "workers": r.workers, "seed": r.seed,
                "best_val": r.summary.get("best_val"), "test": r.summary.get("test_at_best_val"),
-               "epoch_time": m["epoch_time"].mean(), "epochs": len(m),
+               "epoch_time": timed["epoch_time"].mean(), "epochs": len(m),
                "commit": (r.summary.get("git_commit") or "").removesuffix("-dirty")}
         if net is not None:
-            row["modeled_epoch_time"] = modeled_epoch_times(m, net).mean()
+            row["modeled_epoch_time"] = modeled_epoch_times(timed, net).mean()
         for col in [c for c in m.columns if c.startswith("bytes_") and "_w" not in c]:
             row[col] = m[col].mean()
         rows.append(row)

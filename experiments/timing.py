@@ -1,109 +1,48 @@
 """Speedups that survive a noisy machine (docs/methods.md section 11): paired, same-round ratios
-with a bootstrap interval, beside an A/A noise floor; time to accuracy on the training clock.
+with a bootstrap interval, beside an A/A noise floor that is itself checked; time to accuracy on
+the training clock.
 
 A suite with rounds (``rounds: R``, experiments/config.py) runs every method R times at each
-point (dataset, emulated network, M, seed), the methods of a round back to back
-(experiments/schedule.py). Here:
+point (dataset, emulated network, M, seed), the methods of a round back to back in a seeded random
+order (experiments/schedule.py). Here:
 
-- **Warm-up.** A run's first W epochs (the suite's ``warmup``, default 3) are left out of its
-  per-epoch times; t = the run's median timed epoch time.
+- **Per-epoch time** = the mean epoch time over a timed window of whole periods after the warm-up
+  (experiments/periods.py): never a median, which drops the epochs that pay a periodic method's
+  refresh, averaging or re-assignment.
 - **Pairs.** A method's run is paired with its exact run (``config.exact_for``: same network and
-  model) at the same dataset, M, seed and round; the pair's ratio is t_exact / t_method.
+  model) at the same dataset, M, seed and round, both timed over the window of the pair's period;
+  the pair's ratio is t_exact / t_method.
 - **Speedup** = the median of the pairs' ratios; its 95% interval: percentile bootstrap
-  (``REPLICATES`` replicates, a fixed seed, so the tables are reproducible), over pairs and,
-  within each drawn pair, over its timed epochs (the same epoch indices drawn for both runs of the
-  pair when they have as many timed epochs, else each its own): identical series give exactly 1
-  with a zero-width interval, a method exactly twice as fast in every epoch exactly 2.
+  (``REPLICATES`` replicates, a fixed seed, so the tables are reproducible) over the pairs, that
+  is over rounds and seeds; epochs inside a run are never resampled (that understates the
+  spread). With fewer than two pairs there is no interval and no verdict.
 - **A/A.** ``exact-aa`` (``aa: true``) is exact under a second label, paired with exact like any
-  method: its interval is the noise floor at that point. A speedup whose interval overlaps it
-  reads "no measurable difference" (where no A/A ran: an interval containing 1 does).
+  method: its interval is the noise floor at that point. A point whose A/A median lies outside
+  [0.95, 1.05] or whose A/A interval excludes 1 is *noisy*: its rows get no verdict. Elsewhere
+  the verdict follows from the interval and never contradicts it: "faster" (the interval lies
+  above 1 and above the A/A interval), "slower" (below both), "no measurable difference" (it
+  contains 1), "inconclusive" (it excludes 1 but overlaps the A/A interval).
 - **Training clock.** Time to accuracy = the sum of the epoch times up to the first epoch whose
   validation accuracy reaches the target (metrics.csv's ``epoch_time``: the slowest worker's
   step, evaluation excluded; ``eval_time`` records the evaluation apart), every epoch counted
-  (the warm-up is training time too); its paired speedup is bootstrapped over pairs alone (one
-  time per run).
+  (the warm-up is training time too); its paired speedup is bootstrapped over pairs alone.
 
 ``applies``: only suites with rounds or an A/A label get these tables, so the committed tables
 of every other suite stay as they were.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import numpy as np
 import pandas as pd
 
+from . import periods
 from .config import aa_label, exact_for, is_aa, is_exact
 from .load import Loaded, RunRecord
+from .paired import (AA_BAND, INCONCLUSIVE, LEVEL, NO_DIFFERENCE, NOISY, ONE_PAIR,  # noqa: F401
+                     REPLICATES, SEED, Interval, half_width_pct, noisy, paired_ratio, verdict)
 
-REPLICATES = 2000   # bootstrap replicates per interval
-LEVEL = 0.95        # interval coverage
-SEED = 0            # the bootstrap's generator seed: the same tables from the same runs
-NO_DIFFERENCE = "no measurable difference"
 NOT_REACHED = "not reached"
-
-
-# -- statistics ---------------------------------------------------------------------------------
-@dataclass(frozen=True)
-class Interval:
-    """A paired speedup: the median of ``pairs`` ratios and its bootstrap interval [lo, hi]."""
-    median: float
-    lo: float
-    hi: float
-    pairs: int
-
-    def overlaps(self, other: "Interval") -> bool:
-        return self.lo <= other.hi and other.lo <= self.hi
-
-
-def _ratios(ref: np.ndarray, method: np.ndarray, n: int, rng: np.random.Generator) -> np.ndarray:
-    """``n`` bootstrap draws of median(ref) / median(method), each run's epochs resampled (the
-    same indices for both when they have as many epochs)."""
-    if len(ref) == len(method):
-        idx = rng.integers(len(ref), size=(n, len(ref)))
-        return np.median(ref[idx], axis=1) / np.median(method[idx], axis=1)
-    a = rng.integers(len(ref), size=(n, len(ref)))
-    b = rng.integers(len(method), size=(n, len(method)))
-    return np.median(ref[a], axis=1) / np.median(method[b], axis=1)
-
-
-def paired_ratio(pairs: list, replicates: int = REPLICATES, level: float = LEVEL,
-                 seed: int = SEED) -> Interval | None:
-    """The median over ``pairs`` of median(ref) / median(method), each pair a (ref times, method
-    times) of one round, and its percentile-bootstrap interval at ``level``: each replicate draws
-    as many pairs as there are, with replacement, and resamples each drawn pair's epochs (a pair
-    of one time each: over pairs alone). None without pairs."""
-    pairs = [(np.asarray(a, dtype=float), np.asarray(b, dtype=float)) for a, b in pairs]
-    pairs = [(a, b) for a, b in pairs if len(a) and len(b)]
-    if not pairs:
-        return None
-    point = float(np.median([np.median(a) / np.median(b) for a, b in pairs]))
-    rng = np.random.default_rng(seed)
-    choice = rng.integers(len(pairs), size=(replicates, len(pairs)))
-    values = np.empty(choice.shape)
-    for p, (a, b) in enumerate(pairs):  # every slot that drew pair p: a fresh epoch resample
-        slots = choice == p
-        values[slots] = _ratios(a, b, int(slots.sum()), rng)
-    stats = np.median(values, axis=1)
-    tail = (1 - level) / 2 * 100
-    lo, hi = np.percentile(stats, [tail, 100 - tail])
-    return Interval(point, float(lo), float(hi), len(pairs))
-
-
-def half_width_pct(lo: float, hi: float) -> float:
-    """A noise floor's half-width, (hi - lo) / 2 of a 1x ratio, in percent."""
-    return 50 * (hi - lo)
-
-
-def verdict(speedup: Interval | None, floor: Interval | None) -> str:
-    """"faster" / "slower" when the interval clears the noise floor (the A/A interval; without
-    one, 1), else "no measurable difference"."""
-    if speedup is None:
-        return "n/a"
-    floor = floor or Interval(1.0, 1.0, 1.0, 0)
-    if speedup.overlaps(floor):
-        return NO_DIFFERENCE
-    return "faster" if speedup.lo > floor.hi else "slower"
+VERDICT_WORDS = ("faster", "slower", INCONCLUSIVE, NOISY, ONE_PAIR)  # printed beside a ratio
 
 
 # -- reading runs -------------------------------------------------------------------------------
@@ -121,9 +60,25 @@ def _median(values) -> float:
     return float(np.median(values)) if values else float("nan")
 
 
-def timed(metrics: pd.DataFrame, warmup: int) -> np.ndarray:
-    """A run's per-epoch times without its first ``warmup`` epochs."""
-    return metrics["epoch_time"].to_numpy(dtype=float)[warmup:]
+def _mean(values) -> float:
+    values = [v for v in values if not np.isnan(v)]
+    return float(np.mean(values)) if values else float("nan")
+
+
+def period(r: RunRecord) -> int | None:
+    """A run's period in epochs (experiments/periods.py), from its recorded config."""
+    return periods.period(r.summary.get("config", {}))
+
+
+def own_window(r: RunRecord, warmup: int) -> periods.Window:
+    """The timed window of one run alone (its own period)."""
+    return periods.window(len(r.metrics), warmup, period(r))
+
+
+def run_time(r: RunRecord, warmup: int) -> float:
+    """A run's per-epoch time (s): the mean over its own window."""
+    t = periods.times(r.metrics, own_window(r, warmup))
+    return float(t.mean()) if len(t) else float("nan")
 
 
 def train_clock(metrics: pd.DataFrame) -> pd.Series:
@@ -150,9 +105,20 @@ def _pairs(records: list[RunRecord]) -> dict:
     return out
 
 
+def pair_window(a: RunRecord, b: RunRecord, warmup: int) -> periods.Window:
+    """The window both runs of a pair are timed over: whole periods of both."""
+    return periods.window(min(len(a.metrics), len(b.metrics)), warmup,
+                          periods.joint(period(a), period(b)))
+
+
 def _timed_pairs(pairs: list, warmup: int) -> list:
-    """(exact's run, the method's run) pairs -> their timed epochs, as ``paired_ratio`` takes them."""
-    return [(timed(a.metrics, warmup), timed(b.metrics, warmup)) for a, b in pairs]
+    """(exact's run, the method's run) pairs -> their epoch times over the pair's window, as
+    ``paired_ratio`` takes them."""
+    out = []
+    for a, b in pairs:
+        win = pair_window(a, b, warmup)
+        out.append((periods.times(a.metrics, win), periods.times(b.metrics, win)))
+    return out
 
 
 def _floor_key(key: tuple) -> tuple:
@@ -176,19 +142,19 @@ def _judge(rows: list[dict], intervals: dict) -> None:
             row["verdict"] = verdict(iv, floor)
             row["floor"] = "A/A" if floor is not None else "1 (no A/A run)"
         if floor is not None:
-            row["aa_lo"], row["aa_hi"] = floor.lo, floor.hi
+            row["aa"], row["aa_lo"], row["aa_hi"] = floor.median, floor.lo, floor.hi
 
 
 # -- the tables ---------------------------------------------------------------------------------
 EPOCH_COLUMNS = ["dataset", "method", "workers", "runs", "seeds", "rounds", "pairs", "warmup",
-                 "timed_epochs", "epoch_ms", "speedup", "speedup_lo", "speedup_hi", "aa_lo",
-                 "aa_hi", "floor", "verdict"]
+                 "timed_epochs", "epoch_ms", "speedup", "speedup_lo", "speedup_hi", "aa",
+                 "aa_lo", "aa_hi", "floor", "verdict"]
 
 
 def epoch_speedups(loaded: Loaded, replicates: int = REPLICATES) -> pd.DataFrame:
-    """timing.csv: per dataset, method and M, the median timed epoch time (ms; median over the
-    runs of each run's median) and the paired per-epoch speedup over exact with its interval, the
-    A/A interval at that point and the verdict."""
+    """timing.csv: per dataset, method and M, the per-epoch time (ms; the mean over the runs of
+    each run's mean over its window: ``timed_epochs`` says which) and the paired per-epoch speedup
+    over exact with its interval, the A/A median and interval at that point and the verdict."""
     records, warmup = every_round(loaded), loaded.warmup
     groups: dict = {}
     for r in records:
@@ -200,16 +166,16 @@ def epoch_speedups(loaded: Loaded, replicates: int = REPLICATES) -> pd.DataFrame
         iv = None if is_exact(label) else paired_ratio(_timed_pairs(pairs[key], warmup), replicates)
         if iv is not None:
             intervals[key] = iv
-        lengths = sorted({len(timed(r.metrics, warmup)) for r in runs})
+        windows = sorted({periods.describe(own_window(r, warmup), period(r)) for r in runs})
         rows.append({"dataset": dataset, "method": label, "workers": workers, "runs": len(runs),
                      "seeds": len({r.seed for r in runs}), "rounds": len({r.round for r in runs}),
                      "pairs": 0 if is_exact(label) else len(pairs[key]), "warmup": warmup,
-                     "timed_epochs": "/".join(map(str, lengths)),
-                     "epoch_ms": 1e3 * _median([_median(timed(r.metrics, warmup)) for r in runs]),
+                     "timed_epochs": " / ".join(windows),
+                     "epoch_ms": 1e3 * _mean([run_time(r, warmup) for r in runs]),
                      "speedup": 1.0 if is_exact(label) else (iv.median if iv else float("nan")),
                      "speedup_lo": iv.lo if iv else float("nan"),
                      "speedup_hi": iv.hi if iv else float("nan"),
-                     "aa_lo": float("nan"), "aa_hi": float("nan")})
+                     "aa": float("nan"), "aa_lo": float("nan"), "aa_hi": float("nan")})
     _judge(rows, intervals)
     return pd.DataFrame(rows, columns=EPOCH_COLUMNS)
 
@@ -252,8 +218,8 @@ def time_to_target(metrics: pd.DataFrame, target: float) -> dict | None:
 
 
 TTA_COLUMNS = ["target", "dataset", "method", "workers", "target_val", "runs", "reached", "pairs",
-               "epochs", "train_s", "eval_s_excluded", "speedup", "speedup_lo", "speedup_hi", "aa_lo",
-               "aa_hi", "floor", "verdict"]
+               "epochs", "train_s", "eval_s_excluded", "speedup", "speedup_lo", "speedup_hi", "aa",
+               "aa_lo", "aa_hi", "floor", "verdict"]
 
 
 def tta_speedups(loaded: Loaded, fractions, replicates: int = REPLICATES) -> pd.DataFrame:
@@ -292,7 +258,7 @@ def tta_speedups(loaded: Loaded, fractions, replicates: int = REPLICATES) -> pd.
                    "eval_s_excluded": _median([h["eval"] for h in ok]) if len(ok) == len(hits)
                    else float("nan"),
                    "speedup_lo": float("nan"), "speedup_hi": float("nan"),
-                   "aa_lo": float("nan"), "aa_hi": float("nan")}
+                   "aa": float("nan"), "aa_lo": float("nan"), "aa_hi": float("nan")}
             if is_exact(label):
                 row["speedup"] = 1.0 if len(ok) == len(hits) else NOT_REACHED
             elif len(ok) < len(hits):

@@ -1,7 +1,7 @@
 """tables.md's timing protocol (docs/methods.md section 11; the numbers: experiments/timing.py):
-the per-epoch times and speedups of section 2 and the time-to-accuracy speedups of section 3 as
-medians of paired, same-round ratios with their 95% interval, beside the A/A noise floor; a
-speedup whose interval overlaps the floor's reads "no measurable difference"."""
+the per-epoch times (means over whole periods) and speedups of section 2 and the time-to-accuracy
+speedups of section 3 as medians of paired, same-round ratios with their 95% interval, beside the
+A/A noise floor; each speedup carries the verdict its interval supports."""
 from __future__ import annotations
 
 import math
@@ -10,7 +10,8 @@ import pandas as pd
 
 from .load import Loaded
 from .render import cell, md_table
-from .timing import LEVEL, NO_DIFFERENCE, REPLICATES, every_round, half_width_pct
+from .timing import (AA_BAND, LEVEL, NO_DIFFERENCE, REPLICATES, VERDICT_WORDS, Interval,
+                     every_round, half_width_pct, noisy)
 
 
 def _nan(v) -> bool:
@@ -22,8 +23,9 @@ def interval(lo, hi) -> str:
 
 
 def speedup_cell(row) -> str:
-    """'1.52x [1.41, 1.60]'; 'no measurable difference (1.02x [0.97, 1.06])' inside the noise
-    floor; the reference and the A/A row say what they are; strings ('not reached') as they are."""
+    """'1.52x [1.41, 1.60], faster'; 'no measurable difference (1.02x [0.97, 1.06])'; a noisy
+    point or an inconclusive interval says so; the reference and the A/A row say what they are;
+    strings ('not reached') as they are."""
     v = row.speedup
     if isinstance(v, str):
         return v
@@ -34,7 +36,9 @@ def speedup_cell(row) -> str:
     text = f"{v:.2f}x {interval(row.speedup_lo, row.speedup_hi)}".strip()
     if row.verdict == "A/A (noise floor)":
         return f"{text} (A/A: noise floor)"
-    return f"{NO_DIFFERENCE} ({text})" if row.verdict == NO_DIFFERENCE else text
+    if row.verdict == NO_DIFFERENCE:
+        return f"{NO_DIFFERENCE} ({text})"
+    return f"{text}, {row.verdict}" if row.verdict in VERDICT_WORDS else text
 
 
 def _runs(row) -> str:
@@ -46,25 +50,31 @@ def protocol_note(loaded: Loaded, timing: pd.DataFrame) -> str:
     records = every_round(loaded)
     epochs = sorted({len(r.metrics) for r in records})
     rounds = sorted({r.round for r in records})
-    timed = sorted({x for t in timing["timed_epochs"] for x in str(t).split("/")}, key=int)
+    timed = sorted({x.strip() for t in timing["timed_epochs"] for x in str(t).split(" / ")})
     aa = "an A/A label (exact-aa: exact under a second label)" if any(
         v == "A/A (noise floor)" for v in timing["verdict"]) else "no A/A label"
     return (f"\nTiming protocol (docs/methods.md section 11): {len(rounds)} round(s); at each point "
-            "(dataset, M, network, seed) every method ran once per round, back to back, each "
-            "round's order rotated by one method (runs.csv: directories ..._r<round>; run.json: "
-            f"round, start time); {aa}. Warm-up: the first {loaded.warmup} epoch(s) of each run "
-            f"(of {'/'.join(map(str, epochs))}) are left out of its per-epoch times, so "
-            f"{'/'.join(timed)} timed epoch(s) per run; a run's time = its median timed epoch. "
-            "Speedup = median over pairs (same dataset, M, seed and round) of exact's time / the "
-            f"method's; [lo, hi] = its {LEVEL:.0%} percentile-bootstrap interval ({REPLICATES} "
-            "replicates, fixed seed; over pairs and, within each pair, over its timed epochs). "
-            "A speedup whose interval overlaps the A/A interval at its point (where no A/A ran: "
-            f"contains 1) reads '{NO_DIFFERENCE}'. Accuracy, bytes and the other per-seed tables "
-            "read round 0 (one run per seed).\n")
+            "(dataset, M, network, seed) every method ran once per round, back to back, in a "
+            "seeded random order (run.json: round, position and start time; runs started before "
+            "the shuffle record no position: their rounds were rotated by one method); "
+            f"{aa}. Warm-up: the first {loaded.warmup} epoch(s) of each run "
+            f"(of {'/'.join(map(str, epochs))}) are left out; a run's per-epoch time is the MEAN "
+            "over a window of whole periods of its method after the warm-up (timed epochs: "
+            f"{'; '.join(timed)}; 'a x p' = a periods of p epochs; 'whole run' where not one "
+            "period fits). Speedup = median over pairs (same dataset, M, seed and round, both "
+            "runs timed over the same window) of exact's time / the method's; [lo, hi] = its "
+            f"{LEVEL:.0%} percentile-bootstrap interval ({REPLICATES} replicates, fixed seed; "
+            "over pairs, i.e. rounds and seeds). Verdict: 'faster' / 'slower' where the interval "
+            f"clears both 1 and the A/A interval, '{NO_DIFFERENCE}' where it contains 1, "
+            "'inconclusive' where it excludes 1 but overlaps the A/A interval; a point whose A/A "
+            f"median lies outside [{AA_BAND[0]}, {AA_BAND[1]}] or whose A/A interval excludes 1 is "
+            "noisy and gets no verdict. Accuracy, bytes and the other per-seed tables read round "
+            "0 (one run per seed).\n")
 
 
 def epoch_tables(timing: pd.DataFrame, kind: str) -> str:
-    """Section 2's measured tables: median timed epoch time and paired speedup, per M."""
+    """Section 2's measured tables: per-epoch time (mean over whole periods) and paired speedup,
+    per M."""
     out = []
     for dataset, part in timing.groupby("dataset", sort=False):
         ms = sorted(set(part.workers))
@@ -78,7 +88,7 @@ def epoch_tables(timing: pd.DataFrame, kind: str) -> str:
             rows.append(row)
         out.append(f"\n### {dataset}: {kind}, paired over rounds\n\n")
         out.append(md_table(["method", *[h for w in ms for h in (
-            f"M={w} median ms", f"M={w} speedup [{LEVEL:.0%}]", f"M={w} runs")]], rows))
+            f"M={w} mean ms", f"M={w} speedup [{LEVEL:.0%}]", f"M={w} runs")]], rows))
     return "".join(out)
 
 
@@ -88,14 +98,24 @@ def floor_table(timing: pd.DataFrame) -> str:
     aa = timing[timing["verdict"] == "A/A (noise floor)"]
     if aa.empty:
         return ""
-    rows = [[r.dataset, r.method, r.workers, interval(r.speedup_lo, r.speedup_hi),
-             "" if _nan(r.speedup_lo) else f"{half_width_pct(r.speedup_lo, r.speedup_hi):.1f}%"]
+    rows = [[r.dataset, r.method, r.workers, f"{r.speedup:.2f}x",
+             interval(r.speedup_lo, r.speedup_hi),
+             "" if _nan(r.speedup_lo) else f"{half_width_pct(r.speedup_lo, r.speedup_hi):.1f}%",
+             "noisy: no verdict" if noisy_row(r) else "ok"]
             for r in aa.itertuples()]
-    return ("\n### The noise floor at each point\n\nThe A/A interval (exact against its twin "
-            "label, paired like every method) and its half-width, (hi - lo) / 2 of a 1x ratio: "
-            "a speedup must clear this much before it means anything at its point.\n\n"
-            + md_table(["dataset", "A/A label", "M", f"interval [{LEVEL:.0%}]", "half-width"],
-                       rows))
+    ok = sum(not noisy_row(r) for r in aa.itertuples())
+    return ("\n### The noise floor at each point\n\nThe A/A ratio (exact against its twin label, "
+            "paired like every method), its interval and half-width, (hi - lo) / 2 of a 1x "
+            "ratio: a speedup must clear this much before it means anything at its point. A point "
+            f"is noisy where the A/A median lies outside [{AA_BAND[0]}, {AA_BAND[1]}] or its "
+            f"interval excludes 1: {ok} of {len(aa)} point(s) pass.\n\n"
+            + md_table(["dataset", "A/A label", "M", "A/A", f"interval [{LEVEL:.0%}]",
+                        "half-width", "check"], rows))
+
+
+def noisy_row(r) -> bool:
+    """Whether an A/A row of timing.csv marks its point noisy (timing.noisy, on the table)."""
+    return noisy(Interval(r.speedup, r.speedup_lo, r.speedup_hi, r.pairs))
 
 
 def seed_floor_table(seeds: pd.DataFrame | None) -> str:

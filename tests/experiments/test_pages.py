@@ -12,7 +12,7 @@ import pandas as pd
 import pytest
 
 from experiments import headline, pages, recompute, runlog
-from experiments.timing import NO_DIFFERENCE
+from experiments.timing import NO_DIFFERENCE, NOISY
 from fake_runs import fake_suite, recompute_args as args
 
 BEGIN, END = "<!-- generated:begin (python -m experiments.pages; do not edit) -->", "<!-- generated:end -->"
@@ -189,13 +189,14 @@ def test_headline_rows_come_from_the_committed_tables(tmp_path, monkeypatch):
     body = [line for line in text.splitlines() if line.startswith("| [")]
     assert body == [  # no varco rows: the tables have none; cluster: highest, then lowest bandwidth
         "| [repro](results/repro.md) | CS | partition | 4 | loopback | 3 | 92.16 ± 0.40 | "
-        "92.75 ± 0.40 | -0.59 | 1.41x |",
+        "92.75 ± 0.40 | -0.59 | not timed with A/A |",
         "| [repro](results/repro.md) | CS | digest-I10 | 4 | loopback | 3 | 92.79 ± 0.40 | "
-        "92.75 ± 0.40 | +0.04 | 1.16x |",
-        "| [cluster](results/cluster/tables.md) | products-like (synthetic) | digest-I10 | 4 | "
-        "emulated 10gbit | 3 | 98.67 ± 0.40 | 98.74 ± 0.40 | -0.07 | 6.93x |",
-        "| [cluster](results/cluster/tables.md) | products-like (synthetic) | digest-I10 | 4 | "
-        "emulated 50mbit | 3 | 98.67 ± 0.40 | 98.74 ± 0.40 | -0.07 | 6.93x |"]
+        "92.75 ± 0.40 | +0.04 | not timed with A/A |",
+        "| [cluster](results/cluster/tables.md) | sweep-40k (synthetic) | digest-I10 | 4 | "
+        "emulated 10gbit | 3 | 98.67 ± 0.40 | 98.74 ± 0.40 | -0.07 | not timed with A/A |",
+        "| [cluster](results/cluster/tables.md) | sweep-40k (synthetic) | digest-I10 | 4 | "
+        "emulated 50mbit | 3 | 98.67 ± 0.40 | 98.74 ± 0.40 | -0.07 | not timed with A/A |"]
+    assert "products-like" not in text  # the 40,000-node sweep graph has a name of its own
     assert "](repro.md)" in headline.table(Path("results"), keys=keys)  # links from results/
 
 
@@ -205,7 +206,7 @@ def test_a_speed_suite_s_paired_speedup_replaces_the_ratio_of_means(tmp_path, mo
                                    ("CS", "digest-I10", 0.92794, 1.16)])
     keys = (headline.Key("repro", ("CS",), ("partition", "digest-I10"), speed="repro_speed"),)
     before = headline.table(Path("."), keys=keys)
-    assert "1.41x |" in before and "speed suite" not in before  # no repro_speed tables yet
+    assert "| not timed with A/A |" in before and "1.41x" not in before  # no repro_speed yet
     Path("results/repro_speed").mkdir(parents=True)
     pd.DataFrame([{"dataset": "CS", "method": m, "workers": 4, "speedup": v, "speedup_lo": lo,
                    "speedup_hi": hi, "verdict": verdict}
@@ -216,9 +217,14 @@ def test_a_speed_suite_s_paired_speedup_replaces_the_ratio_of_means(tmp_path, mo
                  ).to_csv("results/repro_speed/timing.csv", index=False)
     text = headline.table(Path("."), keys=keys)
     body = [line for line in text.splitlines() if line.startswith("| [")]
-    assert body[0].endswith("| -0.59 | 1.32x [1.21, 1.40] |")
-    assert body[1].endswith("| +0.04 | 1.04x [0.97, 1.10], within noise |")
-    assert "its speed suite's (repro_speed), measured under the timing protocol" in text
+    assert body[0].endswith("| -0.59 | 1.32x [1.21, 1.40], faster |")
+    assert body[1].endswith("| +0.04 | 1.04x [0.97, 1.10], no measurable difference |")
+    assert "under the timing protocol (repro_speed; docs/methods.md section 11)" in text
+    timing = pd.read_csv("results/repro_speed/timing.csv")  # a noisy point: no verdict shown
+    timing.loc[timing.method == "partition", "verdict"] = NOISY
+    timing.to_csv("results/repro_speed/timing.csv", index=False)
+    noisy = [line for line in headline.table(Path("."), keys=keys).splitlines() if "| [" in line]
+    assert noisy[0].endswith("| 1.32x [1.21, 1.40], noisy point: no verdict |")
 
 
 def test_a_one_seed_row_is_compared_with_exact_at_its_seed(tmp_path, monkeypatch):
@@ -231,12 +237,12 @@ def test_a_one_seed_row_is_compared_with_exact_at_its_seed(tmp_path, monkeypatch
     acc.to_csv("results/accuracy.csv", index=False)
     keys = (headline.Key("repro", ("CS",), ("sat-I10",)),)
     mean = [line for line in headline.table(Path("."), keys=keys).splitlines() if "| [" in line]
-    assert mean[0].endswith("| 1 | 91.00 | 92.00 ± 0.40 | -1.00 | 0.10x |")
+    assert mean[0].endswith("| 1 | 91.00 | 92.00 ± 0.40 | -1.00 | not timed with A/A |")
     pd.DataFrame([{"dataset": "CS", "method": m, "workers": 4, "seed": seed, "test_at_best_val": t}
                   for m, seed, t in (("exact", 0, 0.9325), ("exact", 1, 0.91), ("exact", 2, 0.9175),
                                      ("sat-I10", 0, 0.91))]).to_csv("results/runs.csv", index=False)
     paired = [line for line in headline.table(Path("."), keys=keys).splitlines() if "| [" in line]
-    assert paired[0].endswith("| 1 | 91.00 | 93.25 (seed 0) | -2.25 | 0.10x |")
+    assert paired[0].endswith("| 1 | 91.00 | 93.25 (seed 0) | -2.25 | not timed with A/A |")
 
 
 def test_quick_block_waits_for_the_quick_tables_then_shows_accuracy_and_the_main_plot(tmp_path, monkeypatch):

@@ -1,5 +1,6 @@
 """The runner's interleaving (experiments/schedule.py, docs/methods.md section 11): round by
-round, point by point, the methods of a point in turn, rotated each round; rounds and A/A labels
+round, point by point, the methods of a point in a seeded random order that differs between
+rounds; rounds and A/A labels
 in the suite (experiments/config.py); run.json's round and start time. The launch is mocked: no
 training."""
 from __future__ import annotations
@@ -11,7 +12,7 @@ import pytest
 
 from experiments import runner
 from experiments.config import (config_hash, expand, is_aa, labels, load_suite, suite_from_dict)
-from experiments.schedule import interleave, rotated
+from experiments.schedule import interleave, order
 
 SUITE = {"name": "t", "datasets": ["synthetic"], "workers": [2], "seeds": [0, 1], "epochs": 5,
          "model": {"hidden": 8}, "rounds": 3, "aa": True,
@@ -37,19 +38,33 @@ def test_rounds_and_the_a_a_twin_expand_in_the_tables_order():
     assert aa.flags == a.flags and aa.spec.method == "exact"  # the same run under a second label
 
 
-def test_interleave_round_robin_at_each_point_rotated_each_round():
-    order = names(interleave(expand(suite_from_dict(SUITE))))
-    assert order == [
-        # round 0: point (seed 0), then point (seed 1): every method once, in the suite's order
-        "exact_w2_s0", "exact-aa_w2_s0", "partition_w2_s0",
-        "exact_w2_s1", "exact-aa_w2_s1", "partition_w2_s1",
-        # round 1: each point's order starts one method later
-        "exact-aa_w2_s0_r1", "partition_w2_s0_r1", "exact_w2_s0_r1",
-        "exact-aa_w2_s1_r1", "partition_w2_s1_r1", "exact_w2_s1_r1",
-        # round 2
-        "partition_w2_s0_r2", "exact_w2_s0_r2", "exact-aa_w2_s0_r2",
-        "partition_w2_s1_r2", "exact_w2_s1_r2", "exact-aa_w2_s1_r2"]
-    assert rotated([1, 2, 3], 4) == [2, 3, 1] and rotated([], 1) == []
+def test_interleave_runs_round_by_round_each_point_in_a_shuffled_order():
+    runs = interleave(expand(suite_from_dict(SUITE)))
+    # round by round, then point by point (seed 0, seed 1), each point's three methods together
+    assert [r.round for r in runs] == [0] * 6 + [1] * 6 + [2] * 6
+    assert [r.seed for r in runs] == [0, 0, 0, 1, 1, 1] * 3
+    for k in range(0, 18, 3):
+        block = runs[k:k + 3]
+        assert sorted(r.label for r in block) == ["exact", "exact-aa", "partition"]
+        assert [r.position for r in block] == [0, 1, 2]
+    # the same suite gives the same order (seeded), and the order is the schedule's
+    assert names(interleave(expand(suite_from_dict(SUITE)))) == names(runs)
+    point = ("synthetic", None, 2, 0)
+    assert [r.label for r in runs[:3]] == order(["exact", "exact-aa", "partition"], 0, point)
+
+
+def test_round_orders_are_permutations_that_differ_from_round_to_round():
+    labels_ = ["exact", "exact-aa", "a", "b", "c"]
+    for at in [("synthetic", None, 4, s) for s in range(5)]:
+        orders = [order(labels_, r, at) for r in range(6)]
+        assert all(sorted(o) == sorted(labels_) for o in orders)
+        assert all(orders[r] != orders[r - 1] for r in range(1, 6))
+    # every label leads some round somewhere: no fixed first or last position
+    firsts = {order(labels_, r, ("g", None, 4, s))[0] for r in range(3) for s in range(10)}
+    assert firsts == set(labels_)
+    two = [order(["exact", "exact-aa"], r, ("g", None, 4, 0)) for r in range(4)]
+    assert all(two[r] != two[r - 1] for r in range(1, 4))  # two methods: they alternate
+    assert order([], 0, ("g", None, 4, 0)) == [] and order(["x"], 3, ("g", None, 4, 0)) == ["x"]
 
 
 def test_methods_at_some_points_only_and_networks_make_points_of_their_own():
@@ -57,9 +72,13 @@ def test_methods_at_some_points_only_and_networks_make_points_of_their_own():
                              "methods": [{"label": "exact", "method": "exact"},
                                          {"label": "partition", "method": "partition",
                                           "workers": [4]}]})
-    assert names(interleave(expand(suite))) == [
-        "exact_w2_s0", "exact_w4_s0", "partition_w4_s0",
-        "exact_w2_s0_r1", "partition_w4_s0_r1", "exact_w4_s0_r1"]
+    runs = interleave(expand(suite))
+    # (M=2) and (M=4) are two points; partition runs at M=4 only
+    assert [(r.round, r.workers) for r in runs] == [(0, 2), (0, 4), (0, 4), (1, 2), (1, 4), (1, 4)]
+    assert {r.name for r in runs} == {"exact_w2_s0", "exact_w4_s0", "partition_w4_s0",
+                                      "exact_w2_s0_r1", "partition_w4_s0_r1", "exact_w4_s0_r1"}
+    m4 = [[r.label for r in runs if r.workers == 4 and r.round == k] for k in (0, 1)]
+    assert m4[0] != m4[1]  # two methods at a point: the second round swaps them
 
 
 def test_a_suite_without_rounds_runs_point_by_point_with_its_names_and_hashes():
@@ -113,6 +132,7 @@ def test_the_runner_starts_runs_interleaved_and_records_round_and_start(tmp_path
     assert plan["runs"] == [f"synthetic/{n}" for n in calls]
     record = json.loads((tmp_path / "synthetic" / "partition_w2_s1_r2" / "run.json").read_text())
     assert record["round"] == 2 and record["label"] == "partition" and record["status"] == "complete"
+    assert record["position"] in (0, 1, 2)
     assert record["started"] and record["hash"] == config_hash({**record["flags"], "round": 2})
     calls.clear()  # complete with the same hashes: nothing reruns
     assert runner.run_suite(suite, tmp_path, {"exact", "partition"}, launch)["skipped"] == 18

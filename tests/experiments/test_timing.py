@@ -26,7 +26,7 @@ def test_a_method_twice_as_fast_in_every_epoch_gives_two_exactly():
     method = [0.05, 0.07, 0.06, 0.08]  # even count: the median is a mean of two, still exact
     exact = [2 * t for t in method]
     iv = paired_ratio([(exact, method)] * 3)
-    assert (iv.median, iv.lo, iv.hi) == (2.0, 2.0, 2.0)
+    assert (iv.median, iv.lo, iv.hi) == pytest.approx((2.0, 2.0, 2.0))
 
 
 def test_pairing_cancels_a_slow_round():
@@ -57,21 +57,42 @@ def test_no_pairs_no_interval():
     assert paired_ratio([]) is None and verdict(None, None) == "n/a"
 
 
-def test_overlapping_intervals_read_no_measurable_difference():
+def test_the_verdict_follows_from_the_interval_and_the_a_a_floor():
     floor = Interval(1.0, 0.95, 1.06, 3)  # the A/A interval
-    assert verdict(Interval(1.04, 1.02, 1.10, 3), floor) == NO_DIFFERENCE
-    assert verdict(Interval(0.97, 0.90, 0.95, 3), floor) == NO_DIFFERENCE  # touching counts
+    assert verdict(Interval(1.04, 0.99, 1.10, 3), floor) == NO_DIFFERENCE  # contains 1
+    assert verdict(Interval(1.04, 1.02, 1.10, 3), floor) == timing.INCONCLUSIVE  # excludes 1,
+    assert verdict(Interval(0.97, 0.90, 0.95, 3), floor) == timing.INCONCLUSIVE  # touches A/A
     assert verdict(Interval(1.30, 1.20, 1.41, 3), floor) == "faster"
     assert verdict(Interval(0.80, 0.75, 0.90, 3), floor) == "slower"
-    # no A/A run: an interval containing 1 is no measurable difference
+    # no A/A run: against 1 alone
     assert verdict(Interval(1.04, 0.99, 1.10, 3), None) == NO_DIFFERENCE
     assert verdict(Interval(1.04, 1.01, 1.10, 3), None) == "faster"
+    # a noisy point (A/A median off [0.95, 1.05], or its interval excluding 1): no verdict
+    assert verdict(Interval(1.30, 1.20, 1.41, 3), Interval(0.82, 0.70, 1.10, 3)) == timing.NOISY
+    assert verdict(Interval(1.30, 1.20, 1.41, 3), Interval(1.04, 1.01, 1.08, 3)) == timing.NOISY
+    assert not timing.noisy(floor) and not timing.noisy(None)
+    # one pair: a ratio, no interval, no verdict
+    one = paired_ratio([([0.2], [0.1])])
+    assert (one.median, one.pairs, one.has_interval) == (2.0, 1, False)
+    assert verdict(one, floor) == timing.ONE_PAIR
 
 
-def test_warm_up_epochs_are_left_out():
-    m = pd.DataFrame({"epoch_time": [9.0, 5.0, 3.0, 0.1, 0.1, 0.1]})
-    assert list(timing.timed(m, 3)) == [0.1, 0.1, 0.1]
-    assert list(timing.timed(m, 0)) == [9.0, 5.0, 3.0, 0.1, 0.1, 0.1]
+def test_a_ratio_is_of_means_over_whole_periods_never_of_medians():
+    """A method that pays a refresh every 4th epoch (0.11 s) and 0.03 s otherwise: its mean is
+    0.05 s, its median 0.03 s. Against exact at 0.1 s it is 2x, not the median's 3.3x."""
+    method, exact = [0.03, 0.03, 0.03, 0.11] * 2, [0.1] * 8
+    assert paired_ratio([(exact, method)] * 3).median == pytest.approx(2.0)
+
+
+def test_the_bootstrap_resamples_rounds_not_epochs():
+    """Wildly varying epochs inside each run but the same mean in every round: no spread."""
+    rng = np.random.default_rng(3)
+    pairs = []
+    for _ in range(3):
+        e = rng.permutation([0.1, 0.3, 0.2, 0.4])  # mean 0.25 in every round, any order
+        pairs.append((e, e / 2))
+    iv = paired_ratio(pairs)
+    assert (iv.median, iv.lo, iv.hi) == pytest.approx((2.0, 2.0, 2.0))
 
 
 def test_time_to_accuracy_is_on_the_training_clock():
@@ -99,16 +120,17 @@ SUITE = {"name": "tq", "datasets": ["synthetic"], "workers": [4], "seeds": [0], 
          "rounds": 3, "aa": True, "warmup": 2, "model": {"hidden": 8},
          "methods": [{"label": "exact", "method": "exact"},
                      {"label": "partition", "method": "partition"},
-                     {"label": "digest-I10", "method": "digest", "flags": {"sync_interval": 10}}]}
+                     {"label": "digest-I4", "method": "digest", "flags": {"sync_interval": 4}}]}
 SLOW = {0: 1.0, 1: 3.0, 2: 1.5}  # round r's machine: every method's epochs x SLOW[r]
-BASE = [0.1, 0.1, 0.1, 0.1]  # exact's timed epochs in a quiet round
+WOBBLE = {"exact": (1.0, 1.0, 1.0), "exact-aa": (1.0, 1.02, 0.98), "partition": (1.0, 0.99, 1.01)}
 
 
 def times(label: str, r: int) -> list:
-    """Hand-made epoch times: two warm-up epochs (huge, left out), then four timed ones."""
-    wobble = {"exact": [1.0, 1.0, 1.0, 1.0], "exact-aa": [1.0, 1.02, 0.98, 1.0],
-              "partition": [1.0, 0.98, 1.02, 1.0], "digest-I10": [0.5, 0.5, 0.5, 0.5]}[label]
-    return [5.0, 2.0] + [b * w * SLOW[r] for b, w in zip(BASE, wobble)]
+    """Hand-made epoch times: two warm-up epochs (huge, left out), then four timed ones: exact's
+    0.1 s, the A/A twin and partition within 2% of it, and DIGEST (I = 4) 0.03 s but 0.11 s at
+    its refresh (a mean of 0.05 s: exactly 2x faster than exact, though its median is 0.03 s)."""
+    base = [0.03, 0.03, 0.03, 0.11] if label == "digest-I4" else [0.1 * WOBBLE[label][r]] * 4
+    return [5.0, 2.0] + [b * SLOW[r] for b in base]
 
 
 def write(root, run, epoch_times, vals, summary_extra=None):
@@ -120,6 +142,7 @@ def write(root, run, epoch_times, vals, summary_extra=None):
     m["wall_time"] = m["epoch_time"].cumsum()
     m.to_csv(d / "metrics.csv", index=False)
     summary = {"status": "complete", "best_val": max(vals), "test_at_best_val": max(vals),
+               "config": dict(run.flags),
                "machine": {"cores": 2, "workers": 4, "workers_per_node": 4,
                            "pinning": "worker 0 on core 0 (w mod 2)"},
                **(summary_extra or {})}
@@ -143,7 +166,7 @@ def suite(tmp_path):
 def test_rounds_are_read_apart_from_the_per_seed_tables(suite):
     path, root = suite
     loaded = load(root, path)
-    assert [r.label for r in loaded.records] == ["exact", "exact-aa", "partition", "digest-I10"]
+    assert [r.label for r in loaded.records] == ["exact", "exact-aa", "partition", "digest-I4"]
     assert {r.round for r in loaded.records} == {0} and {r.round for r in loaded.later} == {1, 2}
     assert loaded.warmup == 2 and loaded.expected == 12 and timing.applies(loaded)
 
@@ -151,14 +174,16 @@ def test_rounds_are_read_apart_from_the_per_seed_tables(suite):
 def test_the_hand_made_suite_s_speedups(suite):
     path, root = suite
     t = timing.epoch_speedups(load(root, path)).set_index("method")
-    assert list(t.index) == ["exact", "exact-aa", "partition", "digest-I10"]
-    assert set(t["pairs"]) == {0, 3} and set(t["warmup"]) == {2} and set(t["timed_epochs"]) == {"4"}
-    # exact's median timed epoch over its three rounds: 0.1 x (1.0, 3.0, 1.5) -> 0.15 s
-    assert t.loc["exact", "epoch_ms"] == pytest.approx(150.0)
+    assert list(t.index) == ["exact", "exact-aa", "partition", "digest-I4"]
+    assert set(t["pairs"]) == {0, 3} and set(t["warmup"]) == {2}
+    assert t.loc["exact", "timed_epochs"] == "4" and t.loc["digest-I4", "timed_epochs"] == "4 (1 x 4)"
+    # exact's per-epoch time: the mean over its rounds of each run's mean, 0.1 x (1.0, 3.0, 1.5)
+    assert t.loc["exact", "epoch_ms"] == pytest.approx(1e3 * 0.1 * 5.5 / 3)
     assert t.loc["exact", "verdict"] == "reference" and t.loc["exact", "speedup"] == 1.0
-    # digest-I10 is exactly twice as fast in every epoch of every round, slow rounds included
-    d = t.loc["digest-I10"]
-    assert (d.speedup, d.speedup_lo, d.speedup_hi, d.verdict) == (2.0, 2.0, 2.0, "faster")
+    # digest-I4 is twice as fast over its whole period in every round, slow rounds included
+    d = t.loc["digest-I4"]
+    assert (d.speedup, d.speedup_lo, d.speedup_hi) == pytest.approx((2.0, 2.0, 2.0))
+    assert d.verdict == "faster" and d.aa == pytest.approx(1.0)
     aa = t.loc["exact-aa"]
     assert aa.verdict == "A/A (noise floor)" and aa.speedup_lo < 1.0 < aa.speedup_hi
     # partition's epochs wobble like the A/A's: inside the noise floor
@@ -175,8 +200,8 @@ def test_the_hand_made_suite_s_time_to_accuracy(suite):
     assert e.target_val == pytest.approx(0.855) and e.reached == "3/3"
     assert e.train_s == pytest.approx(5.0 + 2.0 + 0.3 * 1.5)  # median of the rounds' clocks
     assert e.eval_s_excluded == pytest.approx(0.25)
-    d = t.loc["digest-I10"]  # the same warm-up, half the timed epochs: paired, exact
-    ratios = sorted((7.0 + 0.3 * s) / (7.0 + 0.15 * s) for s in SLOW.values())
+    d = t.loc["digest-I4"]  # the same warm-up, three cheap epochs before the target: paired
+    ratios = sorted((7.0 + 0.3 * s) / (7.0 + 0.09 * s) for s in SLOW.values())
     assert d.speedup == pytest.approx(ratios[1]) and d.speedup_lo == pytest.approx(ratios[0])
     assert d.speedup_hi == pytest.approx(ratios[2])
 
@@ -210,16 +235,17 @@ def test_tables_md_prints_paired_speedups_beside_the_noise_floor(suite, tmp_path
     written = tables.write(load(root, path), out, None, (0.9,), "cmd")
     assert {"timing.csv", "timing_tta.csv"} <= set(written)
     md = (out / "tables.md").read_text()
-    assert "| exact | 150.0 | 1.00x (reference) | 3 (1 seed(s) x 3 round(s)) |" in md
-    assert "| digest-I10 | 75.0 | 2.00x [2.00, 2.00] | 3 (1 seed(s) x 3 round(s)) |" in md
-    assert "| partition | 150.0 | no measurable difference (1.00x [" in md
-    assert "| exact-aa | 150.0 | 1.00x [" in md and "] (A/A: noise floor) |" in md
+    assert "| exact | 183.3 | 1.00x (reference) | 3 (1 seed(s) x 3 round(s)) |" in md
+    assert "| digest-I4 | 91.7 | 2.00x [2.00, 2.00], faster | 3 (1 seed(s) x 3 round(s)) |" in md
+    assert "| partition | 182.8 | no measurable difference (1.00x [0.99, 1.01]) |" in md
+    assert "| exact-aa | 184.3 | 1.00x [0.98, 1.02] (A/A: noise floor) |" in md
+    assert "1 of 1 point(s) pass" in md
     assert "Warm-up: the first 2 epoch(s) of each run (of 6) are left out" in md
     aa = timing.epoch_speedups(load(root, path)).set_index("method").loc["exact-aa"]
     half = 50 * (aa.speedup_hi - aa.speedup_lo)  # the noise floor's half-width, in percent
     assert 0 < half < 5 and "### The noise floor at each point" in md
-    assert (f"| synthetic | exact-aa | 4 | [{aa.speedup_lo:.2f}, {aa.speedup_hi:.2f}] | "
-            f"{half:.1f}% |") in md
+    assert (f"| synthetic | exact-aa | 4 | 1.00x | [{aa.speedup_lo:.2f}, {aa.speedup_hi:.2f}] | "
+            f"{half:.1f}% | ok |") in md
     assert "Contention: 4 worker(s) shared 2 core(s), pinned" in md
     assert "Runs: 12 complete of 12" in md
     from experiments import runlog  # its count too: every round's runs, not round 0's 4
@@ -241,7 +267,7 @@ def test_a_speed_suite_evaluated_once_gets_speedups_but_no_time_to_accuracy(tmp_
     assert timing.evaluated_once(loaded) and set(timing.build(loaded, (0.98,))) == {"timing"}
     tables.write(loaded, tmp_path / "out", None, (0.98,), "cmd")
     md = (tmp_path / "out" / "tables.md").read_text()
-    assert report.EVALUATED_ONCE in md and "| digest-I10 | 75.0 | 2.00x [2.00, 2.00] |" in md
+    assert report.EVALUATED_ONCE in md and "| digest-I4 | 91.7 | 2.00x [2.00, 2.00], faster |" in md
     assert report.SHORT_RUNS in md and "Time to accuracy on the training clock" not in md
 
 
