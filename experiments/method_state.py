@@ -28,9 +28,9 @@ from .render import md_table
 HARNESS = {"epoch", "train_loss", "epoch_time", "comm_time", "compute_time", "peak_mem_mb",
            "messages", "cpu_time", "train_acc", "val_acc", "test_acc", "eval_time", "wall_time",
            "cum_bytes"}
-CUMULATIVE = {"store_syncs", "server_version", "server_wall_time"}  # running: the last value is the total
+CUMULATIVE = {"store_syncs", "server_version", "server_wall_time", "sat_gate_closed"}  # running: the last value is the total
 PER_WORKER = re.compile(r".*_w\d+$")
-ERRORS = re.compile(r"(stale|pred)_err_l\d+$")
+ERRORS = re.compile(r"(stale|pred|served)_err_l\d+$")
 
 
 def state_columns(metrics: pd.DataFrame) -> list[str]:

@@ -29,7 +29,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from . import headline, runlog
+from . import headline, runlog, timing_render
 from .config import dataset_slug, load_suite
 from .layout import committed_suites, folders, loadavg_path, page_path
 
@@ -169,10 +169,22 @@ def suite_block(suite_name: str, results: Path, plots: Path, page_dir: Path) -> 
             "", f"Per-epoch times and speedups: [tables.md]({rel(md_path)}), section 2 onwards."]
     if len(tables) > BLOCK_LINES:  # even that is long (a sweep): every table one link away
         tables = [f"Accuracy, per-epoch times and speedups: [tables.md]({rel(md_path)})."]
-    lines += tables
+    lines += tables + rule_line(Path(results), rel(md_path))
     lines += plot_lines(datasets, Path(plots), Path(page_dir),
                         (Path(results) / "cluster_epoch_time.csv").exists())
     return "\n".join(lines).rstrip("\n") + "\n"
+
+
+def rule_line(results: Path, link: str) -> list:
+    """One line on what the corrected timing rule changed in a speed suite (timing_rule_change.csv;
+    nothing for other suites)."""
+    path = results / "timing_rule_change.csv"
+    change = pd.read_csv(path) if path.exists() else None
+    if change is None or change.empty:
+        return []
+    return ["", f"**The corrected timing rule** (docs/methods.md section 11: per-epoch time a mean "
+            f"over whole periods, the bootstrap over rounds and seeds, the A/A check): "
+            f"{timing_render.summary(change)}; the rows: [tables.md]({link}), section 2.", ""]
 
 
 def _datasets(results: Path) -> list:

@@ -36,7 +36,7 @@ TABLES = ("tables.md", "accuracy.csv", "epoch_time.csv", "time_to_accuracy.csv",
           "method_state.csv",
           "runs.csv", "straggler.csv", "pareto.csv", "cluster_epoch_time.csv", "cluster_model.csv",
           "cluster_time_to_accuracy.csv", "timing.csv",
-          "timing_tta.csv", "timing_floor_seeds.csv")  # every file experiments.tables may write
+          "timing_tta.csv", "timing_floor_seeds.csv", "timing_rule_change.csv")  # every file experiments.tables may write
 
 
 def differences(committed: Path, recomputed: Path, names=TABLES) -> list[str]:

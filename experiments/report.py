@@ -134,7 +134,8 @@ def markdown(loaded: Loaded, tables: dict, net: Network | None, target, command:
             out.append(timing_render.protocol_note(loaded, tables["timing"])
                        + timing_render.epoch_tables(tables["timing"], kind)
                        + timing_render.floor_table(tables["timing"])
-                       + timing_render.seed_floor_table(tables.get("timing_floor_seeds")))
+                       + timing_render.seed_floor_table(tables.get("timing_floor_seeds"))
+                       + timing_render.change_table(tables.get("timing_rule_change")))
             continue
         apart = False
         for dataset, part in _by_dataset(et):

@@ -162,9 +162,12 @@ def irregular(items: list[Entry], suite: Suite, plan: dict) -> list[str]:
                        "not in the tables")
         elif e.path not in planned:
             out.append(f"{e.path}: not in plan_{suite.name}.json (its dataset or method was skipped)")
-        if relabel := e.info.get("relabelled"):  # a spec renamed after a preset changed
+        if (relabel := e.info.get("relabelled")) and "from" in relabel:  # a spec renamed
             out.append(f"{e.path}: ran as --dataset {relabel.get('from')}; renamed since to the "
                        f"spec that gives the graph it ran on ({relabel.get('why')})")
+        elif relabel:  # a flag whose default changed: the run's flags now name what it ran
+            named = ", ".join(f"{k}={v}" for k, v in (relabel.get("flags") or {}).items())
+            out.append(f"{e.path}: its flags now name {named}, as it ran ({relabel.get('why')})")
         if status != "complete" or e.summary.get("status") != "complete":
             out.append(f"{e.path}: run.json status {status}, summary.json status "
                        f"{e.summary.get('status', 'absent')}: not in the tables")

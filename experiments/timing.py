@@ -35,7 +35,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from . import periods
+from . import periods, rule_change
 from .config import aa_label, exact_for, is_aa, is_exact
 from .load import Loaded, RunRecord
 from .paired import (AA_BAND, INCONCLUSIVE, LEVEL, NO_DIFFERENCE, NOISY, ONE_PAIR,  # noqa: F401
@@ -292,6 +292,7 @@ def build(loaded: Loaded, fractions) -> dict:
     if not applies(loaded):
         return {}
     out = {"timing": epoch_speedups(loaded)}
+    out["timing_rule_change"] = rule_change.table(loaded, every_round(loaded), out["timing"])
     seeds = seed_floors(loaded)
     if not seeds.empty:  # the A/A ran at several seeds: its floor at each apart
         out["timing_floor_seeds"] = seeds

@@ -8,6 +8,7 @@ import math
 
 import pandas as pd
 
+from . import rule_change
 from .load import Loaded
 from .render import cell, md_table
 from .timing import (AA_BAND, LEVEL, NO_DIFFERENCE, REPLICATES, VERDICT_WORDS, Interval,
@@ -150,3 +151,35 @@ def tta_tables(tta: pd.DataFrame, kind: str) -> str:
               speedup_cell(r)]
              for r in part.itertuples()]))
     return "".join(out)
+
+
+def change_table(change: pd.DataFrame | None) -> str:
+    """What the corrected timing rule changed (experiments/rule_change.py): the rows whose verdict
+    changed or whose ratio moved by 5% or more, former beside today's."""
+    if change is None or change.empty:
+        return ""
+    moved = rule_change.notable(change)
+    head = (f"\n### What the corrected timing rule changed\n\nThe same runs under the rule these "
+            "speedups were first published with (a run's time = its median timed epoch; the "
+            "bootstrap also over epochs; a verdict from the overlap with the A/A interval alone) "
+            f"and under today's: {summary(change)}.")
+    if moved.empty:
+        return head + "\n"
+    rows = [[r.dataset, r.method, r.workers,
+             f"{r.former:.2f}x {interval(r.former_lo, r.former_hi)}", r.former_verdict,
+             f"{r.speedup:.2f}x {interval(r.speedup_lo, r.speedup_hi)}", r.verdict,
+             f"{r.change_pct:+.0f}%"] for r in moved.itertuples()]
+    return head + " Those rows:\n\n" + md_table(
+        ["dataset", "method", "M", "former ratio", "former verdict", "ratio", "verdict",
+         "change"], rows)
+
+
+def summary(change: pd.DataFrame) -> str:
+    """'3 of 20 verdicts changed, 5 ratios moved by 5% or more (largest -22%: digest-I10@50mbit)'."""
+    verdicts = int((change.former_verdict != change.verdict).sum())
+    big = change[change.change_pct.abs() >= 100 * rule_change.MOVED]
+    text = f"{verdicts} of {len(change)} verdicts changed, {len(big)} ratio(s) moved by 5% or more"
+    if len(big):
+        top = big.loc[big.change_pct.abs().idxmax()]
+        text += f" (largest {top.change_pct:+.0f}%: {top.method} at M={top.workers})"
+    return text

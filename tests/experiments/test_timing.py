@@ -264,7 +264,8 @@ def test_a_speed_suite_evaluated_once_gets_speedups_but_no_time_to_accuracy(tmp_
     for run in expand(load_suite(str(path))):
         write(tmp_path / "runs", run, times(run.label, run.round), once)
     loaded = load(tmp_path / "runs", str(path))
-    assert timing.evaluated_once(loaded) and set(timing.build(loaded, (0.98,))) == {"timing"}
+    assert timing.evaluated_once(loaded)
+    assert set(timing.build(loaded, (0.98,))) == {"timing", "timing_rule_change"}
     tables.write(loaded, tmp_path / "out", None, (0.98,), "cmd")
     md = (tmp_path / "out" / "tables.md").read_text()
     assert report.EVALUATED_ONCE in md and "| digest-I4 | 91.7 | 2.00x [2.00, 2.00], faster |" in md
@@ -302,3 +303,18 @@ def test_one_seed_gets_no_per_seed_floor(suite):
     path, root = suite
     loaded = load(root, path)
     assert timing.seed_floors(loaded).empty and "timing_floor_seeds" not in timing.build(loaded, (0.9,))
+
+
+def test_the_rule_change_table_shows_the_former_median_rule_beside_today_s(suite):
+    """digest-I4's median epoch is its cheap one (0.03 s): the former rule read 3.33x where the
+    mean over its whole period gives 2x; the A/A and partition rows barely move."""
+    from experiments import rule_change
+    path, root = suite
+    built = timing.build(load(root, path), (0.9,))
+    change = built["timing_rule_change"].set_index("method")
+    assert list(change.index) == ["partition", "digest-I4"]
+    d = change.loc["digest-I4"]
+    assert d.former == pytest.approx(0.1 / 0.03) and d.speedup == pytest.approx(2.0)
+    assert d.change_pct == pytest.approx(100 * (2.0 / (0.1 / 0.03) - 1))
+    assert (d.former_verdict, d.verdict) == ("faster", "faster")
+    assert list(rule_change.notable(built["timing_rule_change"]).method) == ["digest-I4"]
