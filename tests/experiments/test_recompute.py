@@ -108,11 +108,16 @@ def test_run_all_check_runs_the_recompute(repository_copy, tmp_path):
 
 @pytest.mark.parametrize("argv,said", [
     (["--bogus"], "unknown option '--bogus'"),
-    (["--quick", "--out", "x"], "--quick takes nothing after it, got '--out x'"),
+    (["--quick", "--workers", "0"], "after --quick only --out DIR or --into-results, got '--workers 0'"),
+    (["--quick", "--seeds", "0"], "--seeds goes after --suite NAME"),
+    (["--quick", "--out"], "--out needs a folder"),
+    (["--quick", "--out", "x", "--into-results"], "--out DIR and --into-results exclude each other"),
     (["--suite"], "--suite needs a name"),
-    (["--suite", "quick", "--workers", "0"], "after --suite NAME only --seeds LIST"),
+    (["--suite", "quick", "--workers", "0"], "after --suite NAME only --seeds LIST, --out DIR or "
+                                             "--into-results, got '--workers 0'"),
     (["--suite", "quick", "--seeds"], "--seeds needs a list"),
-    (["--suite", "quick", "--seeds", "0", "1"], "nothing after --seeds LIST, got '1'"),
+    (["--suite", "quick", "--seeds", "0", "1"], "only --seeds LIST, --out DIR or --into-results, got '1'"),
+    (["--out", "x", "--bogus"], "after ./run_all.sh only --out DIR or --into-results, got '--bogus'"),
     (["--check", "quick", "repro"], "--check takes one suite"),
 ])
 def test_run_all_refuses_an_argument_it_does_not_take_in_one_line(repository_copy, argv, said):
@@ -121,7 +126,7 @@ def test_run_all_refuses_an_argument_it_does_not_take_in_one_line(repository_cop
     assert done.rc == 2 and len(done.lines) == 1, done.stderr
     assert done.lines[0].startswith("error: ") and said in done.lines[0], done.stderr
     assert not (repository_copy / "results").exists() and \
-        not (repository_copy / "plots").exists()
+        not (repository_copy / "plots").exists() and not (repository_copy / "runs").exists()
 
 
 @pytest.mark.slow
