@@ -39,7 +39,7 @@ from .load import load
 
 REPO = Path(__file__).resolve().parents[1]
 SPREAD_SEEDS, SPREAD_FLOOR, ONE_SEED = 2.0, 0.5, 1.5  # points: x std, its floor, one seed's band
-TIMING = {"digest-async", "digest-async-vanishing"}   # bytes follow timing: never compared
+TIMING = {"digest-async", "digest-async-vanishing"}  # bytes, accuracy follow timing: not judged
 SAME = ("train_loss", "val_acc")  # identical training: these columns equal, epoch by epoch
 
 
