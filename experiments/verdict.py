@@ -1,0 +1,203 @@
+"""The verdict (docs/methods.md section 12): which method reaches exact's accuracy first behind a
+network, and what it gives up. Pure analysis: frames from loaded suites, no markdown, no files.
+
+A graph's benchmark pairs two suites run at the same model and workers:
+
+- a **convergence** suite: every method at 3+ seeds on loopback, evaluated every epoch, at a budget
+  where exact has converged (its best-validation epoch at most ``CONVERGED`` x the budget);
+- a **speed** suite: every method at each emulated bandwidth (labels ``<method>@<bw>``), with
+  rounds and exact's A/A twin (the timing protocol of section 11).
+
+For a synchronous method, time to target at a bandwidth = epochs to target (convergence runs, one
+count per seed) x per-epoch time at that bandwidth (speed runs, a mean over whole periods, one per
+round), so its **speedup to accuracy** over exact = (exact's mean epochs / the method's) x the
+median over rounds of t_exact / t_method; the 95% interval bootstraps seeds (both methods' epochs
+at the same resampled seeds: a seed draws the split) and rounds. A method that misses the target
+at any seed is "not reached". Asynchronous methods (their trajectory depends on timing) are not
+decomposed: "end to end only".
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+
+from . import periods
+from .config import base_label, is_exact, network_of
+from .load import Loaded
+from .paired import LEVEL, REPLICATES, SEED, noisy, paired_ratio
+
+Q = 0.99            # target: this fraction of exact's mean best validation accuracy
+CONVERGED = 0.8     # exact's best-validation epoch at most this fraction of the budget
+CLOSE = 0.5         # points: "within this much of exact's accuracy" for the sentence
+ASYNC = ("digest-async", "digest-async-vanishing")  # methods timed end to end only
+NOT_REACHED = "not reached"
+
+
+@dataclass
+class Convergence:
+    """One label's convergence runs on a graph: per seed, epochs to target (None: missed), test
+    accuracy at best validation, best validation accuracy, best-validation epoch (1-based);
+    the budget; bytes per epoch (MiB, mean over seeds)."""
+    label: str
+    method: str
+    seeds: list
+    epochs: dict
+    test: dict
+    best_epoch: dict
+    budget: int
+    mib: float
+    best_val: dict = field(default_factory=dict)
+
+
+def epochs_to(metrics: pd.DataFrame, target: float) -> int | None:
+    """Epochs run up to the first evaluation at or above ``target`` (1-based), None if never."""
+    hit = metrics.index[metrics["val_acc"].notna() & (metrics["val_acc"] >= target)]
+    return None if len(hit) == 0 else int(metrics.loc[hit[0], "epoch"]) + 1
+
+
+def target_of(loaded: Loaded, q: float = Q) -> float:
+    """q x exact's mean best validation accuracy over its seeds."""
+    vals = [r.summary["best_val"] for r in loaded.records if r.label == "exact"]
+    if not vals:
+        raise ValueError("the convergence suite has no exact runs")
+    return q * float(np.mean(vals))
+
+
+def convergence(loaded: Loaded, q: float = Q) -> dict[str, Convergence]:
+    """{label: Convergence} of every label of a convergence suite (round 0, one run per seed)."""
+    target, out = target_of(loaded, q), {}
+    for r in loaded.records:
+        c = out.setdefault(r.label, Convergence(r.label, r.method, [], {}, {}, {}, len(r.metrics),
+                                                0.0))
+        m = r.metrics
+        c.seeds.append(r.seed)
+        c.epochs[r.seed] = epochs_to(m, target)
+        c.test[r.seed] = float(r.summary["test_at_best_val"])
+        c.best_val[r.seed] = float(r.summary["best_val"])
+        c.best_epoch[r.seed] = int(r.summary.get("best_epoch", m["val_acc"].idxmax())) + 1
+        c.mib += float(m["bytes_total"].mean()) / 2**20 / len(
+            [x for x in loaded.records if x.label == r.label])  # the mean over seeds
+    return out
+
+
+def converged(c: Convergence) -> bool:
+    """Whether exact's best-validation epoch is at most CONVERGED x the budget at every seed."""
+    return all(e <= CONVERGED * c.budget for e in c.best_epoch.values())
+
+
+def round_times(speed: Loaded, warmup: int) -> dict:
+    """{(label, bw): {round: per-epoch time (s)}} of a speed suite's seed-0 runs, each pair of
+    runs timed over the window of the method's period (exact's is 1)."""
+    out: dict = {}
+    for r in list(speed.records) + list(speed.later):
+        if r.seed != min(x.seed for x in speed.records):
+            continue
+        cfg = r.summary.get("config", {})
+        out.setdefault((base_label(r.label), network_of(r.label)), {})[r.round] = \
+            periods.epoch_time(r.metrics, cfg, warmup)
+    return out
+
+
+def _boot(e_ref: dict, e_m: dict, t_ref: dict, t_m: dict, rng) -> tuple:
+    """Point, lo, hi of (mean E_ref / mean E_m) x median_r(t_ref / t_m): seeds and rounds
+    resampled (each jointly for both methods)."""
+    seeds = sorted(set(e_ref) & set(e_m))
+    rounds = sorted(set(t_ref) & set(t_m))
+    a, b = np.array([e_ref[s] for s in seeds], float), np.array([e_m[s] for s in seeds], float)
+    ratio = np.array([t_ref[r] / t_m[r] for r in rounds])
+    point = a.mean() / b.mean() * float(np.median(ratio))
+    si = rng.integers(len(seeds), size=(REPLICATES, len(seeds)))
+    ri = rng.integers(len(rounds), size=(REPLICATES, len(rounds)))
+    draws = a[si].mean(axis=1) / b[si].mean(axis=1) * np.median(ratio[ri], axis=1)
+    tail = (1 - LEVEL) / 2 * 100
+    lo, hi = np.percentile(draws, [tail, 100 - tail])
+    return float(point), float(lo), float(hi)
+
+
+def speedups(conv: dict, times: dict, bandwidths: list) -> pd.DataFrame:
+    """One row per (label, bandwidth): speedup to accuracy over exact with its interval, or why
+    there is none; the per-epoch speedup, the ceiling (exact over partition-based per epoch) and
+    the per-epoch speedup as a fraction of it; the A/A check of the point."""
+    rng, ref, rows = np.random.default_rng(SEED), conv["exact"], []
+    for label, c in conv.items():
+        for bw in bandwidths:
+            row = {"method": label, "bandwidth": bw, "speedup": np.nan, "lo": np.nan,
+                   "hi": np.nan, "note": ""}
+            t_ref, t_m = times.get(("exact", bw), {}), times.get((label, bw), {})
+            aa = paired_ratio([([t_ref[r]], [v]) for r, v in times.get(("exact-aa", bw), {}).items()
+                               if r in t_ref])
+            part = paired_ratio([([t_ref[r]], [v]) for r, v in times.get(("partition", bw), {}).items()
+                                 if r in t_ref])
+            per = paired_ratio([([t_ref[r]], [v]) for r, v in t_m.items() if r in t_ref])
+            row.update(per_epoch=per.median if per else np.nan,
+                       ceiling=part.median if part else np.nan,
+                       noisy=noisy(aa), aa=aa.median if aa else np.nan)
+            row["of_ceiling"] = row["per_epoch"] / row["ceiling"]
+            if c.method in ASYNC:
+                row["note"] = "end to end only (asynchronous)"
+            elif any(v is None for v in c.epochs.values()):
+                row["note"] = NOT_REACHED
+            elif not t_m or not t_ref:
+                row["note"] = "not timed at this bandwidth"
+            else:
+                row["speedup"], row["lo"], row["hi"] = _boot(ref.epochs, c.epochs, t_ref, t_m, rng)
+            rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def accuracy(conv: dict) -> pd.DataFrame:
+    """Per label: test accuracy (mean, std over seeds), its difference from exact's (points) with
+    a 95% interval (seeds resampled jointly), epochs to target (mean; reached k/n), MiB per epoch."""
+    rng, ref, rows = np.random.default_rng(SEED), conv["exact"], []
+    for label, c in conv.items():
+        seeds = sorted(set(c.test) & set(ref.test))
+        d = np.array([c.test[s] - ref.test[s] for s in seeds]) * 100
+        draws = d[rng.integers(len(d), size=(REPLICATES, len(d)))].mean(axis=1)
+        tail = (1 - LEVEL) / 2 * 100
+        reached = [e for e in c.epochs.values() if e is not None]
+        rows.append({"method": label, "seeds": len(c.seeds),
+                     "test_mean": 100 * np.mean(list(c.test.values())),
+                     "test_std": 100 * np.std(list(c.test.values()), ddof=1) if len(c.test) > 1
+                     else np.nan,
+                     "delta": float(d.mean()), "delta_lo": float(np.percentile(draws, tail)),
+                     "delta_hi": float(np.percentile(draws, 100 - tail)),
+                     "epochs": float(np.mean(reached)) if len(reached) == len(c.epochs) else np.nan,
+                     "reached": f"{len(reached)}/{len(c.epochs)}", "mib": c.mib,
+                     "converged": converged(c) if is_exact(label) else None})
+    return pd.DataFrame(rows)
+
+
+def fastest(acc: pd.DataFrame, speed: pd.DataFrame, bw: str) -> str | None:
+    """The fastest method to the target at ``bw`` among those within CLOSE points of exact."""
+    ok = set(acc[acc.delta >= -CLOSE].method) - {"exact"}
+    at = speed[(speed.bandwidth == bw) & speed.method.isin(ok) & speed.speedup.notna()]
+    return None if at.empty else str(at.loc[at.speedup.idxmax(), "method"])
+
+
+def decomposition_error(conv: dict, times: dict, e2e: Loaded, q: float = Q) -> pd.DataFrame:
+    """The decomposition checked against end-to-end runs (emulated, evaluated every epoch, labels
+    ``<method>@<bw>``): per run, the measured time to target on the training clock against
+    (its seed's epochs to target from the convergence runs) x (the mean over rounds of the speed
+    suite's per-epoch time at that bandwidth), and the relative error."""
+    target, rows = target_of_conv(conv, q), []
+    for r in e2e.records:
+        label, bw = base_label(r.label), network_of(r.label)
+        c, t = conv.get(label), times.get((label, bw))
+        if c is None or not t or c.epochs.get(r.seed) is None:
+            continue
+        n = epochs_to(r.metrics, target)
+        if n is None:
+            continue
+        measured = float(r.metrics["epoch_time"].iloc[:n].sum())
+        predicted = c.epochs[r.seed] * float(np.mean(list(t.values())))
+        rows.append({"method": label, "bandwidth": bw, "seed": r.seed, "epochs": n,
+                     "epochs_converge": c.epochs[r.seed], "measured_s": measured,
+                     "predicted_s": predicted, "error_pct": 100 * (predicted / measured - 1)})
+    return pd.DataFrame(rows)
+
+
+def target_of_conv(conv: dict, q: float = Q) -> float:
+    """The target from the convergence frames (q x exact's mean best validation accuracy)."""
+    return q * float(np.mean(list(conv["exact"].best_val.values())))

@@ -1,0 +1,90 @@
+"""The verdict's table, sentence and figure (the numbers: experiments/verdict.py): per graph, one
+row a method (accuracy with its difference from exact, epochs to target, bytes per epoch, speedup
+to accuracy over exact at each bandwidth with its interval), one generated sentence naming the
+fastest method within CLOSE points of exact at each bandwidth, and one figure of speedup to
+accuracy against bandwidth (log axis, intervals drawn, at most MAX_SERIES series a panel)."""
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import pandas as pd
+
+from .render import MAX_SERIES, grid, md_table, save, style
+from .verdict import CLOSE, Q, fastest
+
+
+def _iv(row) -> str:
+    if row.note:
+        return row.note
+    text = f"{row.speedup:.2f}x [{row.lo:.2f}, {row.hi:.2f}]"
+    return text + (" (noisy point)" if row.noisy else "")
+
+
+def _acc(r) -> str:
+    std = "" if math.isnan(r.test_std) else f" ± {r.test_std:.2f}"
+    if r.method == "exact":
+        return f"{r.test_mean:.2f}{std}", "reference"
+    return f"{r.test_mean:.2f}{std}", f"{r.delta:+.2f} [{r.delta_lo:+.2f}, {r.delta_hi:+.2f}]"
+
+
+def table(acc: pd.DataFrame, speed: pd.DataFrame, bandwidths: list) -> str:
+    """The graph's table: one row a method."""
+    rows = []
+    for r in acc.itertuples():
+        a, d = _acc(r)
+        cells = [_iv(x) for x in speed[speed.method == r.method].set_index("bandwidth")
+                 .reindex(bandwidths).reset_index().itertuples()]
+        epochs = "not reached" if math.isnan(r.epochs) else f"{r.epochs:.1f}"
+        rows.append([r.method, a, d, f"{epochs} ({r.reached})", f"{r.mib:.2f}", *cells])
+    return md_table(["method", "test acc. %", "Δ vs exact [95%]", f"epochs to {Q:g} (reached)",
+                     "MiB/epoch", *[f"speedup to accuracy @ {bw} [95%]" for bw in bandwidths]],
+                    rows)
+
+
+def sentence(graph: str, acc: pd.DataFrame, speed: pd.DataFrame, bandwidths: list) -> str:
+    """One generated sentence: the fastest method to the target at each bandwidth among those
+    within CLOSE points of exact's accuracy."""
+    parts = []
+    for bw in bandwidths:
+        best = fastest(acc, speed, bw)
+        row = speed[(speed.method == best) & (speed.bandwidth == bw)]
+        parts.append(f"at {bw}, none" if best is None else
+                     f"at {bw}, {best} ({row.speedup.iloc[0]:.2f}x exact's time)")
+    return (f"On {graph}, the first to {Q:g} of exact's best validation accuracy among the methods "
+            f"within {CLOSE} points of exact's test accuracy: " + "; ".join(parts) + ".")
+
+
+def ceilings(speed: pd.DataFrame, bandwidths: list) -> str:
+    """Per method and bandwidth, the per-epoch speedup as a fraction of the ceiling (exact over
+    partition-based per epoch at that point, section 13)."""
+    rows = []
+    for method, part in speed.groupby("method", sort=False):
+        part = part.set_index("bandwidth").reindex(bandwidths)
+        rows.append([method, *(f"{p:.2f}x / {c:.2f}x = {p / c:.0%}" if not (math.isnan(p) or
+                               math.isnan(c)) else "n/a" for p, c in zip(part.per_epoch, part.ceiling))])
+    return md_table(["method", *[f"per epoch / ceiling @ {bw}" for bw in bandwidths]], rows)
+
+
+def figure(graph: str, speed: pd.DataFrame, bits: dict, out: Path, written: list) -> None:
+    """Speedup to accuracy against bandwidth (bit/s, log axis), intervals as error bars, the
+    methods in panels of at most MAX_SERIES."""
+    speed = speed[speed.speedup.notna()]
+    methods = [m for m in dict.fromkeys(speed.method) if m != "exact"]
+    if not methods:
+        return
+    chunks = [methods[i:i + MAX_SERIES] for i in range(0, len(methods), MAX_SERIES)]
+    fig, axes = grid(1, len(chunks), 6.0, 4.2)
+    for ax, chunk in zip(axes[0], chunks):
+        for m in chunk:
+            p = speed[speed.method == m].assign(bit_s=lambda f: f.bandwidth.map(bits))
+            p = p.sort_values("bit_s")
+            ax.errorbar(p.bit_s, p.speedup, yerr=[p.speedup - p.lo, p.hi - p.speedup],
+                        capsize=3, label=m, **style(m, chunk))
+        ax.axhline(1.0, color="#777777", lw=0.8, ls=":")
+        ax.set_xscale("log")
+        ax.set_xlabel("emulated bandwidth per link (bit/s)")
+        ax.set_ylabel(f"speedup to {Q:g} x exact's accuracy")
+        ax.legend(fontsize=7)
+    fig.suptitle(f"{graph}: time to accuracy over exact's, by bandwidth")
+    save(fig, out / f"{graph}_speedup_to_accuracy.png", written)

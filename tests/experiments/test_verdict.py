@@ -1,0 +1,109 @@
+"""experiments/verdict.py and verdict_render.py (docs/methods.md section 12): epochs to target
+from convergence runs x per-epoch time at a bandwidth from speed rounds, the speedup to accuracy
+and its interval, "not reached", the ceiling, the fastest method close to exact, and the
+decomposition against an end-to-end run. Hand-made runs, no training."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from experiments import verdict, verdict_render
+from experiments.load import Loaded, RunRecord
+
+
+def run(label, seed, vals, times, method=None, rnd=0, config=None, test=None):
+    m = pd.DataFrame({"epoch": range(len(times)), "epoch_time": times, "val_acc": vals,
+                      "bytes_total": [2**20] * len(times)})
+    v = np.asarray(vals, dtype=float)
+    best = int(np.nanargmax(v)) if np.isfinite(v).any() else len(v) - 1
+    summary = {"best_val": float(vals[best]), "test_at_best_val": test if test is not None
+               else float(vals[best]), "best_epoch": best, "config": config or {}}
+    return RunRecord("toy", label, method or label.split("@")[0].split("-")[0], 4, seed, Path("."),
+                     summary, m, round=rnd)
+
+
+def curve(hit_at: int, n: int = 40, top: float = 0.80) -> list:
+    """Validation accuracy 0.5 until epoch ``hit_at`` (1-based), then ``top``."""
+    return [0.5] * (hit_at - 1) + [top] * (n - hit_at + 1)
+
+
+@pytest.fixture
+def conv():
+    recs = [run("exact", s, curve(e), [1.0] * 40, test=0.80) for s, e in ((0, 10), (1, 12), (2, 14))]
+    recs += [run("digest-I10", s, curve(20), [1.0] * 40, "digest", test=0.79) for s in (0, 1, 2)]
+    recs += [run("partition", s, curve(5) if s < 2 else [0.5] * 40, [1.0] * 40, test=0.70)
+             for s in (0, 1, 2)]
+    return verdict.convergence(Loaded(recs, ["toy"], ["exact", "digest-I10", "partition"]))
+
+
+def speed_runs():
+    recs = []
+    for r in range(3):
+        slow = (1.0, 2.0, 1.5)[r]  # a slow round hits every method alike
+        recs += [run("exact@50mbit", 0, [np.nan] * 23, [slow] * 23, "exact", r),
+                 run("exact-aa@50mbit", 0, [np.nan] * 23, [slow * (1, 1.02, 0.98)[r]] * 23,
+                     "exact", r),
+                 run("digest-I10@50mbit", 0, [np.nan] * 23, [0.25 * slow] * 23, "digest", r,
+                     {"sync_interval": 10}),
+                 run("partition@50mbit", 0, [np.nan] * 23, [0.1 * slow] * 23, "partition", r)]
+    return Loaded([x for x in recs if not x.round], ["toy"], [], later=[x for x in recs if x.round])
+
+
+def test_epochs_to_target_and_the_target(conv):
+    assert verdict.target_of_conv(conv) == pytest.approx(0.99 * 0.80)
+    assert conv["exact"].epochs == {0: 10, 1: 12, 2: 14}
+    assert conv["partition"].epochs == {0: 5, 1: 5, 2: None}
+    assert verdict.converged(conv["exact"]) and conv["exact"].budget == 40
+    assert conv["exact"].mib == pytest.approx(1.0)
+
+
+def test_speedup_to_accuracy_is_epochs_ratio_times_per_epoch_ratio(conv):
+    times = verdict.round_times(speed_runs(), 3)
+    sp = verdict.speedups(conv, times, ["50mbit"]).set_index("method")
+    d = sp.loc["digest-I10"]  # (12 / 20) x 4 = 2.4; the rounds agree (4x each), the seeds do not:
+    assert (d.speedup, d.lo, d.hi) == pytest.approx((2.4, 2.0, 2.8))  # (10 or 14) / 20 x 4
+    assert d.per_epoch == pytest.approx(4.0) and d.ceiling == pytest.approx(10.0)
+    assert d.of_ceiling == pytest.approx(0.4) and not d.noisy and d.note == ""
+    assert sp.loc["partition", "note"] == verdict.NOT_REACHED  # seed 2 never reaches the target
+    assert np.isnan(sp.loc["partition", "speedup"])
+
+
+def test_accuracy_table_fastest_and_sentence(conv):
+    acc = verdict.accuracy(conv).set_index("method")
+    assert acc.loc["digest-I10", "delta"] == pytest.approx(-1.0)
+    assert acc.loc["partition", "reached"] == "2/3" and np.isnan(acc.loc["partition", "epochs"])
+    sp = verdict.speedups(conv, verdict.round_times(speed_runs(), 3), ["50mbit"])
+    acc = acc.reset_index()
+    assert verdict.fastest(acc, sp, "50mbit") is None  # digest is 1 point below exact: not close
+    acc.loc[acc.method == "digest-I10", "delta"] = -0.3
+    assert verdict.fastest(acc, sp, "50mbit") == "digest-I10"
+    text = verdict_render.sentence("toy", acc, sp, ["50mbit"])
+    assert text.endswith("at 50mbit, digest-I10 (2.40x exact's time).")
+    md = verdict_render.table(acc, sp, ["50mbit"])
+    assert "| digest-I10 | 79.00 ± 0.00 | -0.30 [" in md and "| 2.40x [2.00, 2.80] |" in md
+    assert "| partition |" in md and "| not reached |" in md
+
+
+def test_the_decomposition_against_an_end_to_end_run(conv):
+    times = verdict.round_times(speed_runs(), 3)
+    e2e = Loaded([run("digest-I10@50mbit", 0, curve(20), [0.375] * 40, "digest")], ["toy"], [])
+    err = verdict.decomposition_error(conv, times, e2e)
+    # predicted: 20 epochs x the rounds' mean 0.25 x 1.5 = 7.5 s; measured 20 x 0.375 = 7.5 s
+    assert len(err) == 1 and err.error_pct.iloc[0] == pytest.approx(0.0)
+    assert err.measured_s.iloc[0] == pytest.approx(7.5)
+
+
+def test_the_figure_is_written(conv, tmp_path):
+    sp = verdict.speedups(conv, verdict.round_times(speed_runs(), 3), ["50mbit"])
+    written = []
+    verdict_render.figure("toy", sp, {"50mbit": 5e7}, tmp_path, written)
+    assert written == [tmp_path / "toy_speedup_to_accuracy.png"] and written[0].stat().st_size > 0
+
+
+def test_the_committed_verdict_page_is_what_the_committed_runs_give():
+    from experiments import verdict_page
+    committed = (verdict_page.REPO / verdict_page.OUT / "README.md").read_text()
+    assert verdict_page.page(verdict_page.REPO, [], draw=False) == committed
