@@ -4,7 +4,8 @@ synchronisation, beside the exact (propagation-based), partition-based, VARCO an
 One training loop (``Trainer``); a method is a *halo policy* (where a layer's halo rows come from)
 plus a *parameter-sync policy*, registered by name (``register``). This module is the public API:
 everything a user or a method author needs, importable as ``from digest import ...``. The command
-line is ``python -m digest --help``; the layers are described in docs/architecture.md.
+line is ``python -m digest --help`` (``train`` below runs it from Python); the layers are described
+in docs/architecture.md.
 """
 import warnings
 
@@ -32,6 +33,34 @@ from .policies.store import StaleHalo, StoreOptions  # noqa: E402
 from .runtime import comm  # noqa: E402
 from .training.trainer import Trainer  # noqa: E402
 
+
+def train(config: TrainConfig | dict | None = None, **flags) -> dict | None:
+    """Train one run as ``python -m digest train`` does: the same checks, partition cache and
+    worker processes (``--workers``), the same files in the run's folder.
+
+    Args:
+        config: a ``TrainConfig``, or ``train``'s flags by field name (``{"dataset": "Cora"}``).
+        **flags: more flags, over ``config``'s (``dataset="file:graph.pt", workers=2``).
+
+    Returns:
+        The run's summary (its summary.json: ``best_val``, ``test_at_best_val``, ``config``, ...),
+        also when the folder held this run complete already; None on a torchrun rank but 0.
+
+    Raises:
+        UsageError (a bad flag, graph file or partition file), DatasetError, or the worker
+        failure, with a one-line message.
+    """
+    import json
+    from pathlib import Path
+
+    from .cli import import_methods, run  # the entry point: it registers every method
+    import_methods()
+    base = config.flat() if isinstance(config, TrainConfig) else dict(config or {})
+    summary, out = run({**base, **flags})
+    done = Path(out) / "summary.json"
+    return summary if summary is not None or not done.is_file() else json.loads(done.read_text())
+
+
 __all__ = [
     "__version__",
     # configuration and the method registry
@@ -44,6 +73,6 @@ __all__ = [
     "HaloPolicy", "HaloPlan", "ExactHalo", "NoHalo", "exchange", "StaleHalo", "StoreOptions",
     "CompressionOptions", "ParamPolicy", "ParamOptions", "GradAllReduce", "ModelAveraging",
     "make_param_policy",
-    # the loop, the models, the collectives (every torch.distributed call)
-    "Trainer", "GNN", "MODELS", "comm",
+    # the loop, the models, the collectives (every torch.distributed call); a whole run
+    "Trainer", "GNN", "MODELS", "comm", "train",
 ]

@@ -19,8 +19,10 @@ from . import asynchronous  # noqa: F401  (DIGEST-A, rpc based)
 from . import config as config_mod
 from . import flags, methods
 from .config import PARTITIONERS, TrainConfig
-from .data import SIZES, DatasetError, cache, check_memory, list_datasets, parse_spec
+from .data import DatasetError, cache, check_request, list_datasets
 from .data.cache import CacheError, load_manifest, prepare_partition
+from .data.part_file import write_assignment
+from .data.user_graph import FILE_ROWS, files_changed
 from .data.partition import PartitionError
 from .errors import FAILURE, USAGE, UsageError
 from .runtime import comm, netem, perf, placement
@@ -75,14 +77,16 @@ def cmd_datasets(args) -> int:
     for r in rows:
         state = "available" if r["available"] else "missing  "
         print(f"{r['name']:<{width}}  {state}  {r['where']}" + ("" if r["available"] else f"  <- {r['url']}"))
+    for name, what in FILE_ROWS:  # the user's own graph and partition
+        print(f"{name:<{width}}  {'yours':<9}  {what}")
     return 0
 
 
 def cmd_partition(args) -> int:
-    _check_dataset(args.dataset, args.parts)
+    check_request(args.dataset, args.parts, partition_file=args.partition_file)
     t0 = time.perf_counter()
     directory = prepare_partition(args.dataset, args.parts, args.partitioner, args.seed,
-                                  args.data_root, args.sparse)
+                                  args.data_root, args.sparse, partition_file=args.partition_file)
     stats = load_manifest(directory)["stats"]
     print(f"dataset {args.dataset}: {stats['nodes']:,} nodes, {stats['edges']:,} directed edges; "
           f"{stats['parts']} parts by {stats['method']} ({time.perf_counter() - t0:.1f} s)")
@@ -92,6 +96,8 @@ def cmd_partition(args) -> int:
     for m in range(stats["parts"]):
         print(f"{m:>4} {stats['inner_sizes'][m]:>10,} {stats['halo_sizes'][m]:>10,} {stats['boundary_sizes'][m]:>10,}")
     print(f"cache: {directory}")
+    if args.write:  # the assignment in open formats, for other tools and --partition-file
+        print("wrote " + ", ".join(map(str, write_assignment(cache.load_book(directory).part_of, args.write))))
     return 0
 
 
@@ -142,7 +148,8 @@ def worker(cfg_dict: dict, part_dir: str | None, out_dir: str) -> dict | None:
 
 def _prepare(cfg: TrainConfig, world: int):
     d = cfg.data
-    return prepare_partition(d.dataset, world, d.partitioner, cfg.seed, d.data_root, d.sparse)
+    return prepare_partition(d.dataset, world, d.partitioner, cfg.seed, d.data_root, d.sparse,
+                             partition_file=d.partition_file)
 
 
 def epoch_hooks() -> list:
@@ -154,20 +161,6 @@ def epoch_hooks() -> list:
         return []
     where, _, name = spec.rpartition(":")
     return [getattr(_module(where), name)]
-
-
-def _check_dataset(spec: str, parts: int | None = None, flag: str = "--parts") -> None:
-    """A dataset name or option the registry rejects, or more parts than nodes, is a usage error
-    (2); a dataset this machine cannot hold is refused with the memory estimate (1), before
-    anything is generated or read."""
-    try:
-        info, opts = parse_spec(spec)
-    except DatasetError as e:
-        raise UsageError(str(e)) from None
-    nodes = opts.get("nodes", 3000) if info.kind == "synthetic" else SIZES[info.name][0]
-    if parts is not None and not 1 <= parts <= nodes:
-        raise UsageError(f"{flag} must be between 1 and the number of nodes ({nodes}), got {parts}")
-    check_memory(spec)
 
 
 def _resume_config(cfg: TrainConfig, given: dict, world: int | None) -> TrainConfig:
@@ -218,7 +211,7 @@ def _complete_in(cfg: TrainConfig, world: int) -> bool:
     if summary.get("world_size") is not None:
         saved["world_size"] = summary["world_size"]
     changed = [f"--{k.replace('_', '-')} {saved[k]} -> {now[k]}" for k in now
-               if k not in _NOT_THE_RUN and k in saved and saved[k] != now[k]]
+               if k not in _NOT_THE_RUN and k in saved and saved[k] != now[k]] + files_changed(summary)
     if changed:
         raise UsageError(f"--out {out_dir} holds a complete run of another configuration "
                          f"({', '.join(changed)}); choose another --out, or give --overwrite to "
@@ -239,8 +232,10 @@ def _check_writable(out_dir) -> None:
                          f"{e.strerror or type(e).__name__}") from None
 
 
-def cmd_train(args) -> int:
-    given = flags.given(args)
+def run(given: dict, argv: list | None = None) -> tuple[dict | None, str]:
+    """One run from its ``train`` flags by field name (``{"dataset": "Cora", "workers": 2}``), as
+    ``python -m digest train`` makes it: checks, partition, workers (``digest.train`` calls it).
+    Returns rank 0's summary (None when the run is complete in its folder already) and the folder."""
     try:
         cfg = TrainConfig.of(**given)
         config_mod.validate(cfg)
@@ -256,10 +251,10 @@ def cmd_train(args) -> int:
     rt = cfg.runtime
     if rt.emulate_network or rt.emulate_latency:  # what is missing: one line (2), before anything
         netem.check(rt.emulate_network, rt.emulate_latency, world or rt.workers,
-                        under_torchrun(), getattr(args, "argv", None))
-    _check_dataset(cfg.data.dataset, world or cfg.runtime.workers, "--workers")
+                        under_torchrun(), argv)
+    check_request(cfg.data.dataset, world or cfg.runtime.workers, "--workers", cfg.data.partition_file)
     if not cfg.runtime.resume and _complete_in(cfg, world or cfg.runtime.workers):
-        return 0  # the same run, already complete there: nothing to do
+        return None, cfg.run_dir(world or cfg.runtime.workers)  # the same run, complete there
     _check_writable(cfg.runtime.resume or cfg.run_dir(world or cfg.runtime.workers))
     if under_torchrun():  # this process is one of torchrun's workers
         interrupt_once()
@@ -275,12 +270,17 @@ def cmd_train(args) -> int:
         else:
             summary = worker(*args_) if world == 1 else launch(worker, args_, world)
     if summary:
-        mb = summary["mean_bytes_per_epoch"] / 2**20
-        print(f"{cfg.method} on {cfg.data.dataset} with {world} worker(s): best val "
+        mb, c, world = summary["mean_bytes_per_epoch"] / 2**20, summary["config"], summary["world_size"]
+        print(f"{c['method']} on {c['dataset']} with {world} worker(s): best val "
               f"{summary['best_val']:.4f}, test at best val {summary['test_at_best_val']:.4f}, "
               f"{summary['mean_epoch_time'] * 1e3:.1f} ms/epoch"
               + (f" ({summary['emulation']['label']})" if summary.get("emulation") else "")
               + f", {mb:.2f} MiB/epoch -> {out_dir}")
+    return summary, out_dir
+
+
+def cmd_train(args) -> int:
+    summary, out_dir = run(flags.given(args), getattr(args, "argv", None))
     return 0
 
 
@@ -305,6 +305,8 @@ def parser() -> argparse.ArgumentParser:
                        "the methods that take them (another method's flag is an error).")
     import_methods()
     flags.add_train_arguments(t)
+    q.add_argument("--partition-file", default=None, help="an assignment made elsewhere (train's flag)")
+    q.add_argument("--write", default=None, metavar="DIR", help="write part_of.txt (METIS) and part_of.npy")
     t.set_defaults(func=cmd_train)
     return p
 

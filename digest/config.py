@@ -29,7 +29,8 @@ class ConfigError(ValueError):
 class DataConfig:
     """What to train on and how it is split."""
     dataset: str = option("synthetic", "dataset spec, e.g. synthetic, Cora, CS, ogbn-arxiv, "
-                          "synthetic:nodes=100000,avg_degree=20")
+                          "synthetic:nodes=100000,avg_degree=20, file:graph.pt (a graph you "
+                          "saved; docs/datasets.md)")
     data_root: str | None = option(None, "data root (default: $DIGEST_DATA or ./data)")
     sparse: str = option("auto", "keep low-density features sparse",
                          choices=("auto", "always", "never"))
@@ -44,6 +45,9 @@ class DataConfig:
                                              "signed features)")
     partitioner: str = option("metis", "graph partitioner (metis: balanced nodes, metis-edges: "
                               "balanced edges, random)", choices=PARTITIONERS)
+    partition_file: str | None = option(None, "a node-to-part assignment made elsewhere, in place "
+                                        "of --partitioner's: METIS's output (one part id a line), "
+                                        "or a 1-D integer array (.npy) or tensor (.pt)")
 
 
 @dataclass
@@ -147,6 +151,7 @@ class TrainConfig:
 
     def run_dir(self, world: int) -> str:
         name = self.data.dataset.replace(":", "_").replace(",", "_").replace("=", "")
+        name = name.replace("/", "_")  # file:PATH: one folder, not PATH's
         return self.runtime.out or f"runs/{name}_{self.method}_w{world}_s{self.seed}"
 
 

@@ -26,9 +26,11 @@ import torch
 
 from ..files import write_atomic
 from .graph import Graph, degree
+from .graph_file import file_sha256
 from .loaders import load_dataset
 from .registry import DatasetError, data_root, parse_spec
 from .local_graph import LocalPart, extract_part
+from .part_file import partition_from_file
 from .partition import PartitionBook, partition
 
 FORMAT_VERSION = 1
@@ -64,17 +66,9 @@ def cache_key(dataset_spec: str, dataset_options: dict, parts: int, method: str,
 # ---------------------------------------------------------------------------------------------
 # writing
 
-def _sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for chunk in iter(lambda: f.read(1 << 22), b""):
-            h.update(chunk)
-    return h.hexdigest()
-
-
 def _atomic_write(path: Path, write) -> str:
     """``digest.files.write_atomic``, then the written file's sha256 (for the manifest)."""
-    return _sha256(write_atomic(path, write))
+    return file_sha256(write_atomic(path, write))
 
 
 def _compact(t):
@@ -144,7 +138,7 @@ def _verify(directory: Path, name: str, manifest: dict) -> Path:
     if expected is None:
         raise CacheError(f"partition cache {directory}: {name} is not in the manifest")
     try:
-        actual = _sha256(path)
+        actual = file_sha256(path)
     except OSError as e:
         raise CacheError(f"partition cache {directory}: cannot read {name} ({e.strerror})") from None
     if actual != expected:
@@ -220,16 +214,22 @@ def _canonical_spec(spec: str, hand_made: bool) -> tuple[str, dict]:
         if not hand_made:
             raise
         return _split_spec(spec)
+    if info.kind == 'file':  # the file's content and where it is (the meta records both)
+        opts.update(path=str(Path(opts['path']).resolve()), sha256=file_sha256(opts['path']))
     return info.name, dict(sorted(opts.items()))
 
 
 def prepare_partition(spec: str, parts: int, method: str = "metis", seed: int = 0,
                       root: str | os.PathLike | None = None, sparse="auto",
-                      graph: Graph | None = None) -> Path:
+                      graph: Graph | None = None, partition_file: str | None = None) -> Path:
     """Return the cache folder of (spec, parts, method, seed, sparse), building it if it is
     missing, stale or corrupted. The graph is loaded with ``digest.data.load_dataset`` unless
-    ``graph`` is passed (then it must be the graph ``spec`` names)."""
+    ``graph`` is passed (then it must be the graph ``spec`` names). ``partition_file``: the
+    assignment made elsewhere in place of ``method``'s (``part_file.py``), keyed by its content."""
     name, opts = _canonical_spec(spec, hand_made=graph is not None)
+    if partition_file is not None:  # its content and where it is (the stats record both)
+        method, opts = "file", {**opts, "partition_file": str(Path(partition_file).resolve()),
+                                "partition_sha256": file_sha256(partition_file)}
     key = cache_key(name, opts, parts, method, seed, sparse)
     safe = re.sub(r"[^A-Za-z0-9_.-]+", "_", name) or "graph"
     directory = cache_root(root) / f"{safe}-{method}{parts}-{key}"
@@ -246,9 +246,10 @@ def prepare_partition(spec: str, parts: int, method: str = "metis", seed: int = 
             print(f"rebuilding partition cache: {reason}", file=sys.stderr)
         else:
             print(f"building partition cache: {directory}", file=sys.stderr)
-        book = partition(graph, parts, method, seed)
+        book = partition(graph, parts, method, seed) if partition_file is None else \
+            partition_from_file(graph, partition_file, parts)
         key_fields = {"key": key, "dataset": spec, "options": opts, "parts": parts,
                       "method": method, "partition_seed": seed, "dataset_seed": seed,
-                      "sparse": sparse}
+                      "sparse": sparse, "partition_file": partition_file}
         save_parts(graph, book, directory, key_fields)
     return directory

@@ -1,6 +1,8 @@
 """Integrity checks of a dataset: ``validate`` (dtypes, shapes, finite features, ids in range of a
-loaded ``Graph``), ``suspect_file`` (which raw file fails an integrity read when a load fails), and the
-memory check made before anything is generated or loaded (``memory_estimate``, ``check_memory``)."""
+loaded ``Graph``), ``suspect_file`` (which raw file fails an integrity read when a load fails), the
+memory check made before anything is generated or loaded (``memory_estimate``, ``check_memory``),
+and ``check_request``: all of that for a command's dataset and part count, a user's graph and
+partition files included, before anything is written."""
 from __future__ import annotations
 
 import gzip
@@ -12,20 +14,28 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from ..errors import UsageError
 from .graph import Graph
+from .graph_file import file_sizes
+from .part_file import check_assignment, read_assignment
 from .registry import SIZES, DatasetError, DatasetInfo, parse_spec
+from .user_graph import check_file
+
+
+def dataset_size(info: DatasetInfo, opts: dict) -> tuple:
+    """(nodes, directed edges, features) of a parsed spec: the generator's options, the registry's
+    ``SIZES``, or a user file's array shapes (read without loading it)."""
+    if info.kind == 'synthetic':
+        nodes = opts.get('nodes', 3000)
+        return nodes, nodes * opts.get('avg_degree', 10.0), opts.get('features', 64)
+    return file_sizes(opts['path']) if info.kind == 'file' else SIZES[info.name]
 
 
 def memory_estimate(spec: str) -> int:
     """Bytes a load of ``spec`` needs at its peak, roughly: dense float32 features, labels and
     masks, plus 16 bytes per directed edge (two int64 ids) times 3 for the copies made while the
     edges are symmetrised, deduplicated and partitioned. Raises DatasetError on a bad spec."""
-    info, opts = parse_spec(spec)
-    if info.kind == 'synthetic':
-        nodes = opts.get('nodes', 3000)
-        edges, feats = nodes * opts.get('avg_degree', 10.0), opts.get('features', 64)
-    else:
-        nodes, edges, feats = SIZES[info.name]
+    nodes, edges, feats = dataset_size(*parse_spec(spec))
     return int(nodes * (feats * 4 + 8 + 3) + edges * 16 * 3)
 
 
@@ -44,6 +54,25 @@ def check_memory(spec: str) -> None:
     if need > have:
         raise DatasetError(f'{str(spec).strip()} needs about {_human(need)} of memory, this machine '
                            f'has {_human(have)} available')
+
+
+def check_request(spec: str, parts: int | None = None, flag: str = '--parts',
+                  partition_file: str | None = None) -> None:
+    """A dataset name or option the registry rejects, more parts than nodes, a bad graph file or
+    a bad partition file is a usage error (2); a dataset this machine cannot hold is refused with
+    the memory estimate (1): before anything is generated, read whole or written."""
+    try:
+        info, opts = parse_spec(spec)
+    except DatasetError as e:
+        raise UsageError(str(e)) from None
+    nodes = dataset_size(info, opts)[0]
+    if parts is not None and not 1 <= parts <= nodes:
+        raise UsageError(f'{flag} must be between 1 and the number of nodes ({nodes}), got {parts}')
+    check_memory(spec)
+    if info.kind == 'file':  # read whole once here: a bad file is refused before a cache exists
+        check_file(opts)
+    if partition_file is not None:
+        check_assignment(read_assignment(partition_file), nodes, parts, partition_file, flag)
 
 
 def suspect_file(where: Path, info: DatasetInfo) -> str:

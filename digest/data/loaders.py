@@ -22,6 +22,7 @@ from .synthetic import make_synthetic, random_split
 from . import registry
 from .integrity import suspect_file, check_memory, validate
 from .registry import DatasetError, DatasetInfo, missing_files, data_root, parse_spec
+from .user_graph import load_graph_file
 
 SPARSE_BELOW = 0.05  # 'auto' keeps features as sparse COO below this density
 
@@ -117,9 +118,11 @@ def load_dataset(spec: str, root: str | os.PathLike | None = None, seed: int = 0
     """Load ``spec`` (e.g. ``'Cora'``, ``'ogbn-arxiv'``, ``'synthetic:nodes=2000,homophily=0.7'``).
 
     Args:
-        spec: dataset name (case-insensitive), optionally ``:key=value,...`` (synthetic only).
+        spec: dataset name (case-insensitive), optionally ``:key=value,...`` (synthetic only), or
+            ``file:PATH[,split=...]``: a graph the user saved (``user_graph.py``).
         root: writable data root (see ``data_root``).
-        seed: seed of the random 60/20/20 split (Amazon, Coauthor) and of the generator.
+        seed: seed of the random 60/20/20 split (Amazon, Coauthor, ``file:...,split=random``) and
+            of the generator.
         sparse: 'auto' (sparse COO below 5% feature density), 'always' or 'never'.
 
     Shapes: x ``[N, F]`` float32 (dense or coalesced sparse COO), y ``[N]`` int64,
@@ -129,8 +132,9 @@ def load_dataset(spec: str, root: str | os.PathLike | None = None, seed: int = 0
         raise DatasetError(f"sparse must be 'auto', 'always' or 'never', got {sparse!r}")
     info, opts = parse_spec(spec)
     check_memory(spec)
-    if info.kind == 'synthetic':
-        g = make_synthetic(**{'seed': int(seed), **opts}, name=str(spec).strip())
+    if info.kind in ('synthetic', 'file'):
+        g = make_synthetic(**{'seed': int(seed), **opts}, name=str(spec).strip()) \
+            if info.kind == 'synthetic' else load_graph_file(spec, opts, seed)
         x, meta = g.x, g.meta
     else:
         r = data_root(root)

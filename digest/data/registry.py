@@ -1,7 +1,9 @@
 """The dataset registry: every dataset ``load_dataset`` knows (name, kind, the raw files its PyG /
 OGB class needs, where to fetch them), the options of ``synthetic:key=value,...``, their parsing
 (``parse_spec``), the sizes used to estimate memory before a load (``SIZES``), the data root and
-the shared read-only mirror, and what is available locally (``list_datasets``)."""
+the shared read-only mirror, and what is available locally (``list_datasets``). ``file:PATH``
+names a graph the user saved (``digest/data/user_graph.py``); it is not listed, as it is no
+dataset of the suite's."""
 from __future__ import annotations
 
 import os
@@ -93,6 +95,11 @@ SYNTHETIC_KEYS = {
     'split': (str, lambda v: v in SPLITS, ' or '.join(SPLITS)),
     'preset': (str, lambda v: v in PRESETS, 'one of ' + ', '.join(PRESETS))}
 
+# 'file:PATH[,key=value,...]': a graph the user saved; its options are the split rule used when the
+# file has no masks (or in place of them), checked as the generator's are.
+FILE = DatasetInfo('file', 'file', '', (), 0, '')
+FILE_KEYS = {k: SYNTHETIC_KEYS[k] for k in ('split', 'train', 'val')}
+
 
 # (nodes, directed edges after symmetrisation, features) of the registered datasets: enough to
 # estimate the memory a load needs BEFORE trying it (see ``check_memory``).
@@ -115,13 +122,21 @@ def parse_spec(spec: str) -> tuple[DatasetInfo, dict]:
     Synthetic options are the generator's keyword arguments, resolved: ``synthetic`` alone is
     ``synthetic:preset=default``; ``preset=NAME`` puts that preset's options under the explicit
     keys (``synthetic:preset=arxiv-like,nodes=20000``); explicit keys without a preset stand on
-    ``make_synthetic``'s defaults, as before presets existed (``presets.resolve``)."""
+    ``make_synthetic``'s defaults, as before presets existed (``presets.resolve``).
+    ``'file:g.pt,split=random'`` -> (``FILE``, ``{'path': 'g.pt', 'split': 'random'}``): the path
+    runs to the first comma."""
     name, _, opts = str(spec).strip().partition(':')
-    info = REGISTRY.get(name.strip().lower().replace('_', '-'))
+    path = None
+    if name.strip().lower() == 'file':
+        info, (path, _, opts) = FILE, opts.partition(',')
+        if not path.strip():
+            raise DatasetError(f'{spec!r} names no file; write file:PATH, e.g. file:graph.pt')
+    else:
+        info = REGISTRY.get(name.strip().lower().replace('_', '-'))
     if info is None:
         raise DatasetError(f'unknown dataset {name.strip()!r}; known: '
-                           + ', '.join(i.name for i in REGISTRY.values()))
-    keys = SYNTHETIC_KEYS if info.kind == 'synthetic' else {}
+                           + ', '.join(i.name for i in REGISTRY.values()) + ', file:PATH')
+    keys = {'synthetic': SYNTHETIC_KEYS, 'file': FILE_KEYS}.get(info.kind, {})
     valid = 'valid keys: ' + (', '.join(keys) or f'none ({info.name} takes no options)')
     out = {}
     for item in filter(None, (s.strip() for s in opts.split(','))):
@@ -144,6 +159,8 @@ def parse_spec(spec: str) -> tuple[DatasetInfo, dict]:
         out[key] = value
     if info.kind == 'synthetic':
         out = resolve(out or {'preset': 'default'})
+    if path is not None:
+        out = {'path': path.strip(), **out}
     n = out.get('nodes', 3000)
     if out.get('classes', 1) > n or out.get('avg_degree', 0) > n - 1 or \
             out.get('train', 0.6) + out.get('val', 0.2) > 1:

@@ -113,6 +113,7 @@ def _refused(flags, said, tmp_path, capsys, monkeypatch):
 GENERAL = [
     ("--sparse", "some", "argument --sparse: invalid choice: 'some'"),
     ("--partitioner", "kahip", "argument --partitioner: invalid choice: 'kahip'"),
+    ("--partition-file", "nowhere.txt", "--partition-file nowhere.txt: no such file"),
     ("--normalize-features=yes", None, "argument --normalize-features/--no-normalize-features: "
                                        "ignored explicit argument 'yes'"),
     ("--model", "gin", "argument --model: invalid choice: 'gin'"),
