@@ -269,6 +269,11 @@ def run(given: dict, argv: list | None = None) -> tuple[dict | None, str]:
                                       cfg.runtime.emulate_latency, cfg.runtime.cpu_quota == "auto")
         else:
             summary = worker(*args_) if world == 1 else launch(worker, args_, world)
+    return summary, out_dir
+
+
+def cmd_train(args) -> int:
+    summary, out_dir = run(flags.given(args), getattr(args, "argv", None))
     if summary:
         mb, c, world = summary["mean_bytes_per_epoch"] / 2**20, summary["config"], summary["world_size"]
         print(f"{c['method']} on {c['dataset']} with {world} worker(s): best val "
@@ -276,11 +281,6 @@ def run(given: dict, argv: list | None = None) -> tuple[dict | None, str]:
               f"{summary['mean_epoch_time'] * 1e3:.1f} ms/epoch"
               + (f" ({summary['emulation']['label']})" if summary.get("emulation") else "")
               + f", {mb:.2f} MiB/epoch -> {out_dir}")
-    return summary, out_dir
-
-
-def cmd_train(args) -> int:
-    summary, out_dir = run(flags.given(args), getattr(args, "argv", None))
     return 0
 
 
@@ -298,6 +298,8 @@ def parser() -> argparse.ArgumentParser:
     q.add_argument("--seed", type=int, default=0)
     q.add_argument("--data-root", default=None)
     q.add_argument("--sparse", default="auto", choices=("auto", "always", "never"))
+    q.add_argument("--partition-file", default=None, help="an assignment made elsewhere (train's flag)")
+    q.add_argument("--write", default=None, metavar="DIR", help="write part_of.txt (METIS) and part_of.npy")
     q.set_defaults(func=cmd_partition)
     sub.add_parser("methods", help="list training methods").set_defaults(func=cmd_methods)
     t = sub.add_parser("train", help="train with one method on M workers",
@@ -305,8 +307,6 @@ def parser() -> argparse.ArgumentParser:
                        "the methods that take them (another method's flag is an error).")
     import_methods()
     flags.add_train_arguments(t)
-    q.add_argument("--partition-file", default=None, help="an assignment made elsewhere (train's flag)")
-    q.add_argument("--write", default=None, metavar="DIR", help="write part_of.txt (METIS) and part_of.npy")
     t.set_defaults(func=cmd_train)
     return p
 
