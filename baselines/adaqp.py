@@ -47,6 +47,7 @@ from torch import Tensor
 
 from digest.runtime import comm
 from digest.config import Options, option
+from digest.policies.counting import Sizes, Step, Unpredictable
 from digest.policies.halo import HaloPlan, HaloPolicy
 from digest.methods import register
 from digest.policies.params import ParamOptions, make_param_policy
@@ -296,9 +297,28 @@ class AdaptiveQuantizedHalo(QuantizedHalo):
         self.stats = None if stats is None else stats.to(self.plan.send_flat.device)
 
 
+def adaqp_step(sizes: Sizes, step: int) -> Step:
+    """Uniform: exact's exchanges, every row ceil(F b / 8) + 8 bytes; every value sent or received
+    is quantised or dequantised. Adaptive: not countable in advance."""
+    o = sizes.options
+    if o.quant_assign == "adaptive":
+        raise Unpredictable("--quant-assign adaptive: the widths follow the rows' statistics "
+                            "(bytes at most the uniform assignment's)")
+    out = [sizes.input_fetch()] if step == 0 else []
+    M, coded = sizes.workers, [0] * sizes.workers
+    for l in sizes.hidden:
+        F = sizes.widths[l]
+        out += [sizes.rows(wire_width(F, o.quant_bits), "halo_fwd"),
+                sizes.rows(wire_width(F, o.quant_bits), "halo_bwd", back=True)]
+        for r in range(M):  # rows out and in, both directions
+            coded[r] += 2 * F * sum(sizes.send[r][p] + sizes.send[p][r] for p in range(M) if p != r)
+    return Step(out + sizes.param_sync(step), "grad", coded=tuple(coded))
+
+
 @register("adaqp", "AdaQP: exact halos and halo gradients stochastically quantised to "
           "--quant-bits bits per value (uniform), or to widths per block chosen within that "
-          "budget (--quant-assign adaptive)", options=(QuantOptions, ParamOptions))
+          "budget (--quant-assign adaptive)", options=(QuantOptions, ParamOptions),
+          traffic=adaqp_step)
 def adaqp(cfg, part, plan, model):
     cls = AdaptiveQuantizedHalo if cfg.options.quant_assign == "adaptive" else QuantizedHalo
     return cls(part, plan, model, cfg), make_param_policy(cfg)

@@ -46,6 +46,7 @@ from torch import Tensor
 
 from digest.runtime import comm
 from digest.config import Options, option
+from digest.policies.counting import Sizes, Step
 from digest.policies.halo import HaloPlan, HaloPolicy, exchange
 from digest.methods import register
 from digest.models.gat import GAT
@@ -155,7 +156,21 @@ class SampledHalo(HaloPolicy):
         return {"sampled_fraction": sum(self.send_n) / total if total else None}
 
 
+def bnsgcn_step(sizes: Sizes, step: int) -> Step:
+    """Exact's exchanges with floor(p |B_mj|) rows per (owner, peer) block, both directions."""
+    p = float(sizes.options.boundary_rate)
+    out = [sizes.input_fetch()] if step == 0 else []
+    if p > 0:
+        counts = [[int(math.floor(p * c)) for c in row] for row in sizes.send]
+        for l in sizes.hidden:
+            F = sizes.widths[l]
+            out += [sizes.rows(4 * F, "halo_fwd", counts=counts),
+                    sizes.rows(4 * F, "halo_bwd", back=True, counts=counts)]
+    return Step(out + sizes.param_sync(step), "grad")
+
+
 @register("bnsgcn", "BNS-GCN: each step a random fraction --boundary-rate of the boundary rows "
-          "is exchanged, the rest left out", options=(BoundaryOptions, ParamOptions))
+          "is exchanged, the rest left out", options=(BoundaryOptions, ParamOptions),
+          traffic=bnsgcn_step)
 def bnsgcn(cfg, part, plan, model):
     return SampledHalo(part, plan, model, cfg), make_param_policy(cfg)

@@ -281,6 +281,8 @@ class MiniBatchTrainer(Trainer):
 
 @register("minibatch", "mini-batch neighbour sampling (PyG NeighborLoader over the whole graph, "
           "features replicated or fetched), gradient all-reduce every mini-batch",
-          options=(MiniBatchOptions,), trainer=MiniBatchTrainer)
+          options=(MiniBatchOptions,), trainer=MiniBatchTrainer,
+          traffic="its work and fetched rows follow the sampled subgraphs, which the partition "
+          "does not fix")
 def minibatch(cfg, part, plan, model):
     return MiniBatchState(part, plan, model, cfg), GradAllReduce()

@@ -42,6 +42,7 @@ from torch import Tensor
 
 from digest.runtime import comm
 from digest.config import Options, option
+from digest.policies.counting import Sizes, Step
 from digest.policies.halo import HaloPlan, HaloPolicy, exchange
 from digest.methods import register
 from digest.policies.params import ParamOptions, make_param_policy
@@ -204,7 +205,18 @@ class PipeHalo(HaloPolicy):
         self.feat_avg, self.grad_avg = dict(state["feat_avg"]), dict(state["grad_avg"])
 
 
+def pipegcn_step(sizes: Sizes, step: int) -> Step:
+    """Exact's bytes, both directions started without blocking (overlapped), plus the fill's
+    forward exchange and forward pass before step 0."""
+    out = [sizes.input_fetch(), *sizes.fill("halo_fwd")] if step == 0 else []
+    for l in sizes.hidden:
+        F = sizes.widths[l]
+        out += [sizes.rows(4 * F, "halo_fwd", overlapped=True),
+                sizes.rows(4 * F, "halo_bwd", back=True, overlapped=True)]
+    return Step(out + sizes.param_sync(step), "grad", forwards=int(step == 0))
+
+
 @register("pipegcn", "PipeGCN: one-step-stale halo features and gradients, exchanged without "
-          "blocking (overlapped)", options=(PipeOptions, ParamOptions))
+          "blocking (overlapped)", options=(PipeOptions, ParamOptions), traffic=pipegcn_step)
 def pipegcn(cfg, part, plan, model):
     return PipeHalo(part, plan, model, cfg), make_param_policy(cfg)

@@ -209,6 +209,8 @@ def _positions(ranges: list[tuple[int, int]], on: dict[int, bool], device) -> Te
 
 @register("sancus", "SANCUS: a (layer, peer) halo block is re-sent only when it drifted by more "
           "than --skip-threshold or reached --max-staleness; gradients always sent back",
-          options=(SancusOptions, ParamOptions))
+          options=(SancusOptions, ParamOptions),
+          traffic="which blocks it re-sends follows how far its rows drift in training "
+          "(bytes at most exact's)")
 def sancus(cfg, part, plan, model):
     return SkipHalo(part, plan, cfg, model), make_param_policy(cfg)

@@ -64,7 +64,8 @@ from torch import Tensor, nn
 from digest.methods import register
 from digest.options import Options, option
 from digest.policies.params import ParamOptions, flatten, grads_of, make_param_policy, unflatten
-from digest.policies.store import StaleHalo, StoreOptions
+from digest.policies.counting import Sizes, Step, Unpredictable
+from digest.policies.store import StaleHalo, StoreOptions, digest_step
 from digest.runtime import comm
 
 from .quantize import mix
@@ -308,9 +309,18 @@ class SyncSatHalo(SyncSnapshots, SatHalo):
     """``--sat-snapshots sync``: snapshots at syncs (baselines/sat_sync.py)."""
 
 
+def sat_step(sizes: Sizes, step: int) -> Step:
+    """DIGEST's bytes (the predictors are private); their compute is not in advise's model."""
+    if sizes.options.sat_shared:
+        raise Unpredictable("--sat-shared: the predictors' gradient all-reduce is not counted")
+    step_count = digest_step(sizes, step)
+    step_count.unmodelled = "predictor (an LSTM and a GCN on the temporal graph per hidden layer)"
+    return step_count
+
+
 @register("sat", "SAT: DIGEST whose stale halo rows are replaced between syncs by a learned "
           "predictor (LSTM + GCN on the temporal graph) trained online at each sync",
-          options=(StoreOptions, SatOptions, ParamOptions))
+          options=(StoreOptions, SatOptions, ParamOptions), traffic=sat_step)
 def sat(cfg, part, plan, model):
     policy = SyncSatHalo if cfg.options.sat_snapshots == "sync" else SatHalo
     return policy(part, plan, model, cfg), make_param_policy(cfg)

@@ -50,6 +50,7 @@ from torch import Tensor
 
 from digest.methods import register
 from digest.options import Options, option
+from digest.policies.counting import Sizes, Step
 from digest.policies.halo import exchange
 from digest.policies.params import ParamOptions, make_param_policy
 from digest.runtime import comm
@@ -256,8 +257,34 @@ class SylvieHalo(PipeHalo):
         return out
 
 
+def sylvie_step(sizes: Sizes, step: int) -> Step:
+    """A synchronous step: the quantised rows forward and gradients back, blocking. A pipelined
+    one: the same started without blocking (overlapped), or nothing when the next step is
+    synchronous. A pipelined step 0 is preceded by PipeGCN's float32 fill (--sylvie-step0
+    exact). Every value sent or received is quantised or dequantised (unless 32 bits)."""
+    o, M = sizes.options, sizes.workers
+
+    def sync(t):
+        return not o.pipeline or (o.sync_every > 0 and (t + 1) % o.sync_every == 0)
+
+    fill = step == 0 and not sync(0) and o.sylvie_step0 == "exact"
+    out = ([sizes.input_fetch()] if step == 0 else []) + (sizes.fill("halo_fwd") if fill else [])
+    coded = [0] * M
+    if sync(step) or not sync(step + 1):
+        for l in sizes.hidden:
+            F = sizes.widths[l]
+            wire = 4 * F if o.sylvie_bits == 32 else \
+                wire_width(F, o.sylvie_bits, PARAM_DTYPES[o.sylvie_scale_dtype])
+            out += [sizes.rows(wire, "halo_fwd", overlapped=not sync(step)),
+                    sizes.rows(wire, "halo_bwd", back=True, overlapped=not sync(step))]
+            for r in range(M):
+                coded[r] += 2 * F * sum(sizes.send[r][p] + sizes.send[p][r] for p in range(M)
+                                        if p != r) * (o.sylvie_bits != 32)
+    return Step(out + sizes.param_sync(step), "grad", forwards=int(fill), coded=tuple(coded))
+
+
 @register("sylvie", "Sylvie: halo rows and gradients quantised to --sylvie-bits (1) bits, "
           "pipelined as PipeGCN, synchronous every --sync-every steps",
-          options=(SylvieOptions, ParamOptions))
+          options=(SylvieOptions, ParamOptions), traffic=sylvie_step)
 def sylvie(cfg, part, plan, model):
     return SylvieHalo(part, plan, model, cfg), make_param_policy(cfg)

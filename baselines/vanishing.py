@@ -35,7 +35,8 @@ from digest.runtime import comm
 from digest.config import Options, option
 from digest.methods import register
 from digest.policies.params import ParamOptions, make_param_policy
-from digest.policies.store import StaleHalo, StoreOptions
+from digest.policies.counting import Sizes, Step, Unpredictable
+from digest.policies.store import StaleHalo, StoreOptions, stale_step
 
 from .noise_floor import boundary_draws, probe_steps, relative
 
@@ -163,8 +164,22 @@ class VanishingHalo(Scheduled, StaleHalo):
         return interval_at(self.synced_at or 0, self.interval, self.epochs)
 
 
+def vanishing_step(sizes: Sizes, step: int) -> Step:
+    """DIGEST's count with the schedule's syncs (fixed or decreasing: known in advance; drift:
+    not). The fill is the sync of step -1."""
+    o = sizes.options
+    if o.sync_schedule == "drift":
+        raise Unpredictable("--sync-schedule drift: its syncs follow the boundary rows' drift")
+    last, due = -1, False
+    for t in range(step + 1):
+        due = t - last >= (o.sync_interval if o.sync_schedule == "fixed"
+                           else interval_at(t, o.sync_interval, sizes.epochs))
+        last = t if due else last
+    return stale_step(sizes, step, due)
+
+
 @register("digest-vanishing", "DIGEST whose staleness vanishes: store syncs on a decreasing "
           "interval or on boundary-row drift (--sync-schedule); our own, not DIGEST",
-          options=(StoreOptions, ScheduleOptions, ParamOptions))
+          options=(StoreOptions, ScheduleOptions, ParamOptions), traffic=vanishing_step)
 def digest_vanishing(cfg, part, plan, model):
     return VanishingHalo(part, plan, model, cfg), make_param_policy(cfg)

@@ -14,6 +14,7 @@ import torch
 from torch import nn
 
 from digest.policies.compress import CompressionOptions, compressor_factory, parse_layers, width
+from digest.policies.counting import Sizes, Step
 from digest.policies.halo import HaloPlan, HaloPolicy, exchange
 from digest.methods import register
 from digest.policies.params import ParamOptions, make_param_policy
@@ -67,7 +68,26 @@ class CompressedHalo(HaloPolicy):
         return {"comp_ratio": self.ratio, "comp_width": sum(ks) / len(ks) if ks else None}
 
 
+def varco_step(sizes: Sizes, step: int) -> Step:
+    """Exact's exchanges, each compressed layer's rows and gradients ceil(F / r(t)) columns wide
+    (full width where that is not narrower); learned codecs add their parameters to the
+    all-reduce."""
+    o, L = sizes.options, len(sizes.widths) - 1
+    name = "slice" if o.compressor == "auto" else o.compressor
+    layers = [] if name == "none" else parse_layers(o.comp_layers, L, list(range(1, L - 1))
+                                                    or list(range(1, L)))
+    ratio = o.ratio(step, sizes.epochs, "none" if name == "none" else o.comp_schedule)
+    out = [sizes.input_fetch()] if step == 0 else []
+    for l in sizes.hidden:
+        F = sizes.widths[l]
+        cols = width(F, ratio) if l in layers else F
+        out += [sizes.rows(4 * cols, "halo_fwd"), sizes.rows(4 * cols, "halo_bwd", back=True)]
+    codec = sum(2 * sizes.widths[l] ** 2 + 2 * sizes.widths[l] for l in layers) \
+        if name == "learned" else 0
+    return Step(out + sizes.param_sync(step, codec), "grad")
+
+
 @register("varco", "VARCO: exact halos compressed to ceil(F / r(t)) columns, r(t) scheduled",
-          options=(CompressionOptions, ParamOptions))
+          options=(CompressionOptions, ParamOptions), traffic=varco_step)
 def varco(cfg, part, plan, model):
     return CompressedHalo(part, plan, model, cfg), make_param_policy(cfg)

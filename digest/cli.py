@@ -108,6 +108,13 @@ def cmd_methods(args) -> int:
     return 0
 
 
+def cmd_advise(args) -> int:
+    """Which method to run: predicted, no training (digest/advise, docs/methods.md section 13)."""
+    from .advise import command
+    import_methods()
+    return command.run(args)
+
+
 def worker(cfg_dict: dict, part_dir: str | None, out_dir: str) -> dict | None:
     """Body of every worker process (spawned by the launcher or started by torchrun)."""
     import torch
@@ -302,6 +309,11 @@ def parser() -> argparse.ArgumentParser:
     q.add_argument("--write", default=None, metavar="DIR", help="write part_of.txt (METIS) and part_of.npy")
     q.set_defaults(func=cmd_partition)
     sub.add_parser("methods", help="list training methods").set_defaults(func=cmd_methods)
+    a = sub.add_parser("advise", help="predict every method's time on a graph and a cluster, "
+                       "fastest to the target first (no training)")
+    from .advise.command import add_arguments
+    add_arguments(a)
+    a.set_defaults(func=cmd_advise)
     t = sub.add_parser("train", help="train with one method on M workers",
                        description="Every flag with its default; method options are grouped by "
                        "the methods that take them (another method's flag is an error).")

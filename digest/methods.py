@@ -35,18 +35,24 @@ class Method:
     options: type              # a dataclass composed of the method's option groups
     groups: tuple              # those groups, in the order --help lists them
     trainer: type | None       # the few methods whose outer loop is not Trainer's (DIGEST-A)
+    # what a step sends, counted without running it (policies/counting.py): ``fn(sizes, step)
+    # -> Step``, or the reason it cannot be counted in advance; None: not declared
+    traffic: Callable | str | None = None
 
 
 METHODS: dict[str, Method] = {}
 
 
-def register(name: str, description: str, options: tuple = (), trainer: type | None = None):
+def register(name: str, description: str, options: tuple = (), trainer: type | None = None,
+             traffic: Callable | str | None = None):
     """Register ``builder(cfg, part, plan, model) -> (halo policy, parameter-sync policy)``.
-    ``options``: the option groups (``Options`` dataclasses) whose flags the method takes."""
+    ``options``: the option groups (``Options`` dataclasses) whose flags the method takes.
+    ``traffic``: the method's step count for ``python -m digest advise`` (policies/counting.py),
+    or a one-line reason why its traffic cannot be counted in advance."""
     def wrap(builder: Builder) -> Builder:
         cls = dataclasses.make_dataclass(f"{name.title().replace('-', '')}Options", [],
                                          bases=tuple(reversed(options)) or (Options,))
-        METHODS[name] = Method(name, description, builder, cls, tuple(options), trainer)
+        METHODS[name] = Method(name, description, builder, cls, tuple(options), trainer, traffic)
         return builder
     return wrap
 

@@ -20,7 +20,8 @@ from test_layering import LAYERS, project_modules  # noqa: E402
 ROLE = {"digest.errors": "errors, options (leaves)", "digest.methods": "registry",
         "digest.config": "config", "digest.data": "data / runtime", "digest.models": "models",
         "digest.policies": "policies", "digest.training": "training",
-        "digest.asynchronous": "asynchronous (DIGEST-A)", "digest.__main__": "entry point",
+        "digest.asynchronous": "asynchronous (DIGEST-A)", "digest.advise": "advise",
+        "digest.__main__": "entry point",
         "digest": "public API (digest/__init__.py)"}
 
 

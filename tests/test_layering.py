@@ -24,6 +24,7 @@ LAYERS = [
     {"digest.policies"},
     {"digest.training"},
     {"digest.asynchronous"},
+    {"digest.advise"},
     {"digest.flags", "digest.cli", "digest.__main__"},
     {"digest"},
 ]

@@ -16,6 +16,7 @@ from torch import Tensor
 from ..data.local_graph import LocalPart
 from ..methods import register
 from ..runtime import comm
+from .counting import exact_step
 from .params import ParamOptions, make_param_policy
 
 
@@ -122,6 +123,6 @@ class NoHalo(HaloPolicy):
 
 
 @register("exact", "propagation-based: fresh halos forward and backward (full communication)",
-          options=(ParamOptions,))
+          options=(ParamOptions,), traffic=exact_step)
 def exact(cfg, part, plan, model):
     return ExactHalo(part, plan), make_param_policy(cfg)

@@ -19,6 +19,7 @@ from ..methods import register
 from ..options import Options, option
 from ..runtime import comm
 from .compress import CompressionOptions, compressor_factory, parse_layers, width
+from .counting import Sizes, Step
 from .halo import HaloPlan, HaloPolicy, exchange
 from .params import ParamOptions, make_param_policy
 
@@ -153,7 +154,31 @@ class StaleHalo(HaloPolicy):
         self.store, self.synced_at, self.syncs = state["store"], state["synced_at"], state["syncs"]
 
 
+def stale_step(sizes: Sizes, step: int, sync: bool) -> Step:
+    """DIGEST's step count: layer 0's features and the store's fill (one forward exchange per
+    hidden layer, one extra forward pass) at step 0; parameters every step; at a sync (``sync``)
+    one all-to-all of every hidden layer's boundary rows side by side, each layer cut to
+    ceil(F / r(step)) columns where ``--compressor`` asks for it."""
+    out = [sizes.input_fetch(), *sizes.fill("store")] if step == 0 else []
+    out += sizes.param_sync(step)
+    if sync and sizes.hidden:
+        o = sizes.options
+        name = getattr(o, "compressor", "auto")
+        coded = [] if name in ("auto", "none") else parse_layers(o.comp_layers, len(sizes.widths)
+                                                                  - 1, sizes.hidden)
+        ratio = o.ratio(step, sizes.epochs) if coded else 1.0
+        cols = sum(width(sizes.widths[l], ratio) if l in coded else sizes.widths[l]
+                   for l in sizes.hidden)
+        out.append(sizes.rows(4 * cols, "store"))
+    return Step(out, "const", forwards=int(step == 0))
+
+
+def digest_step(sizes: Sizes, step: int) -> Step:
+    """A sync after every step t with (t + 1) mod I = 0."""
+    return stale_step(sizes, step, (step + 1) % sizes.options.sync_interval == 0)
+
+
 @register("digest", "DIGEST: stale halo representations synced every --sync-interval steps",
-          options=(StoreOptions, CompressionOptions, ParamOptions))
+          options=(StoreOptions, CompressionOptions, ParamOptions), traffic=digest_step)
 def digest(cfg, part, plan, model):
     return StaleHalo(part, plan, model, cfg), make_param_policy(cfg)
