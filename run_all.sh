@@ -2,7 +2,7 @@
 # Re-run a suite on your machine and compare it with the committed results:
 #
 #   ./run_all.sh --quick   the embedded synthetic graph through every method at 1, 2, 4 workers
-#                          (experiments/configs/quick.yaml; about 10 minutes on 2 cores), then the
+#                          (experiments/configs/quick.yaml; 7 minutes on 2 cores, install included), then the
 #                          reproduction report: your accuracy, bytes and time ratios against the
 #                          committed run's, and one verdict line (reproduced / differs, and where)
 #   ./run_all.sh --suite repro   the main comparison (synthetic, CS, Physics)
