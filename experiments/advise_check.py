@@ -106,8 +106,34 @@ def evaluate() -> dict:
             if e is not None:
                 row[variant] = {"epochs": e.epochs, "source": e.source()}
         rows.append(row)
-    return {"rows": rows, "rates": rates,
+    return {"rows": rows, "rates": rates, "bytes": bytes_check(),
             "points": {v: summarise(rows, v) for v in VARIANTS}}
+
+
+BYTES_SUITES = ("wave2", "wave3")  # every method of the suite on one graph, 4 workers
+BYTES_GRAPH = "CS"
+
+
+def bytes_check() -> list[dict]:
+    """advise's mean bytes per epoch against summary.json's, for every seed-0 run of
+    ``BYTES_SUITES`` on ``BYTES_GRAPH`` (one row a label; the reason where it cannot count)."""
+    from digest.advise.job import load_job
+    from digest.advise.traffic import count
+    from .advise_runs import records
+    from .config import base_label
+    job, out, seen = None, [], set()
+    for suite, r, cfg in records():
+        label = base_label(r.label)
+        if suite not in BYTES_SUITES or r.dataset != BYTES_GRAPH or r.seed != 0 or label in seen:
+            continue
+        seen.add(label)
+        job = job or load_job(BYTES_GRAPH, r.workers)
+        counted = count(job, cfg)
+        recorded = r.summary["mean_bytes_per_epoch"]
+        out.append({"suite": suite, "label": label, "method": cfg.method, "recorded": recorded,
+                    "advise": counted.mean_bytes() if not counted.reason else None,
+                    "reason": counted.reason})
+    return sorted(out, key=lambda x: x["label"])
 
 
 def _tta(r: dict, variant: str | None) -> float:

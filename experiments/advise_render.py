@@ -79,6 +79,13 @@ def page(result: dict) -> str:
       "own runs, the runs the measured order reads too: only the per-epoch model is tested): "
       f"Spearman **{_c(n['spearman'], '.2f')}** over {n['ranked']} points; first choice "
       f"**{n['first_ok']} of {n['judged']}**.\n\n")
+    b = result["bytes"]
+    counted = [x for x in b if x["advise"] is not None]
+    equal = sum(x["advise"] == x["recorded"] for x in counted)
+    w(f"- Bytes per epoch: advise's equal what the run recorded for **{equal} of {len(counted)}** "
+      f"countable configurations run on CS "
+      f"(wave2 and wave3, 4 workers, seed 0; section \"Bytes\" below); "
+      f"{len(b) - len(counted)} others cannot be counted in advance, each with its reason.\n\n")
     w("Measured per-epoch time: each run's MEAN epoch time after 3 warm-up epochs, the median over "
       "the point's runs (suites and rounds); the predicted one is priced over the same runs' "
       "epochs. The emulated workers shared 2 cores (share = workers per core prices their "
@@ -97,6 +104,15 @@ def page(result: dict) -> str:
           f"{100 * p['median_abs_error']:.1f}% | {_c(p.get('spearman'), '.2f')} / "
           f"{_c(q.get('spearman'), '.2f')} | {p.get('first', '-')} / {q.get('first', '-')} | "
           f"{p.get('fastest', '-')} | {ok[0]} / {ok[1]} |\n")
+    w("\n## Bytes\n\n")
+    w("Mean bytes per epoch over the run (summary.json's `mean_bytes_per_epoch`) against advise's "
+      "count for the same configuration and epochs (digest/advise/traffic.py).\n\n")
+    w("| suite | label | method | recorded | advise | equal |\n|---|---|---|---|---|---|\n")
+    for x in b:
+        adv = f"{x['advise']:.1f}" if x["advise"] is not None else f"- ({x['reason']})"
+        same = "-" if x["advise"] is None else ("yes" if x["advise"] == x["recorded"] else "NO")
+        w(f"| {x['suite']} | {x['label']} | {x['method']} | {x['recorded']:.1f} | {adv} | "
+          f"{same} |\n")
     w("\n## Methods at each point\n\n")
     w("Epochs to target: measured on the point's own graph; predicted from the nearest other "
       "graph (its source), or from the graph's own runs (the measured figure). Times to target in "
