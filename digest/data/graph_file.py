@@ -76,8 +76,12 @@ def _torch_load(path: Path):
     from torch_geometric.data.data import DataEdgeAttr, DataTensorAttr
     from torch_geometric.data.storage import GlobalStorage
     # weights_only: reading a file from elsewhere runs none of its code; PyG's classes are allowed.
-    # mmap: the sizes (memory check) and the checks read pages, not a copy of the file
-    with torch.serialization.safe_globals([Data, DataEdgeAttr, DataTensorAttr, GlobalStorage]):
+    # Only those not allowed already: leaving the context removes what it was given, and PyG allows
+    # Data process-wide (ogb's loader relies on that). mmap: the sizes (memory check) and the checks
+    # read pages, not a copy of the file
+    allowed = torch.serialization.get_safe_globals()
+    extra = [c for c in (Data, DataEdgeAttr, DataTensorAttr, GlobalStorage) if c not in allowed]
+    with torch.serialization.safe_globals(extra):
         try:
             obj = torch.load(path, map_location='cpu', weights_only=True, mmap=True)
         except RuntimeError:  # the legacy (pre-zip) format cannot be mapped

@@ -52,6 +52,15 @@ def test_a_saved_graph_loads_as_the_registry_graph(tmp_path, suffix):
     assert h.meta["file"] == str(path.resolve())
 
 
+def test_reading_a_file_leaves_torchs_allow_list_as_it_was(tmp_path):
+    """PyG allows ``Data`` for every ``torch.load`` of the process (ogb's loader relies on it);
+    reading a user's file must not take it away."""
+    from torch.serialization import get_safe_globals
+    before = set(map(str, get_safe_globals()))
+    load_dataset(f"file:{save(tmp_path / 'g.pt', arrays(toy_graph()))}")
+    assert set(map(str, get_safe_globals())) == before
+
+
 def test_edges_are_symmetrised_and_deduplicated(tmp_path):
     g = toy_graph()
     one_way = torch.tensor([[0, 0, 2, 1, 4, 4, 5], [2, 2, 0, 1, 1, 7, 5]])  # dup, loop, both ways
