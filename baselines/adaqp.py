@@ -46,14 +46,15 @@ import torch
 from torch import Tensor
 
 from digest.runtime import comm
-from digest.config import Options, option
+from digest.options import Options, option
 from digest.policies.counting import Sizes, Step, Unpredictable
 from digest.policies.halo import HaloPlan, HaloPolicy
 from digest.methods import register
 from digest.policies.params import ParamOptions, make_param_policy
+from digest.seeds import mix
 
 from .bit_assignment import greedy_bits
-from .quantize import (BITS, decode, encode, generator, mix, variance_proxy, wire_width)
+from .quantize import (BITS, decode, encode, generator, variance_proxy, wire_width)
 
 FWD, BWD = 0, 1  # direction, part of the rounding seed
 ASSIGN = ("uniform", "adaptive")

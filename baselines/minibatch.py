@@ -71,10 +71,10 @@ from digest.options import Options, option
 from digest.policies.halo import HaloPolicy
 from digest.policies.params import GradAllReduce
 from digest.runtime import comm
+from digest.seeds import mix
 from digest.training.trainer import Trainer
 
 from .feature_fetch import FeatureFetch
-from .quantize import mix
 from .sampling import TorchNeighborSampler, replicate, select_rows
 
 SEEDS = ("part", "random")

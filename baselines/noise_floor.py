@@ -30,6 +30,7 @@ from torch import Tensor
 
 from digest.policies.halo import HaloPlan, exchange
 from digest.runtime import comm
+from digest.seeds import mix
 
 PROBE = "probe"  # traffic category of the probe's exchanges: not one of comm.CATEGORIES
 
@@ -37,12 +38,6 @@ PROBE = "probe"  # traffic category of the probe's exchanges: not one of comm.CA
 def probe_steps(epochs: int) -> set[int]:
     """Steps before which the floor is measured: the first and the last."""
     return {0, max(0, epochs - 1)}
-
-
-def draw_seed(seed: int, rank: int, step: int, draw: int) -> int:
-    """A seed per (run seed, worker, step, draw): each worker and each draw gets its own masks."""
-    mixed = ((seed * 1_000_003 + step) * 1_000_003 + rank) * 4 + draw + 1
-    return mixed % (2 ** 63)
 
 
 @torch.no_grad()
@@ -60,7 +55,9 @@ def boundary_draws(model, forward, plan: HaloPlan, seed: int, step: int,
     try:
         with torch.random.fork_rng(devices=devices):
             for d in range(draws):
-                torch.manual_seed(draw_seed(seed, rank, step, d))
+                # a seed per (run seed, step, worker, draw): each worker and draw its own masks
+                # (offset 0, base 4 for the draw: the stream the recorded runs were made with)
+                torch.manual_seed(mix(mix(seed, step, rank, offset=0), d + 1, base=4, offset=0))
                 rows: dict[int, Tensor] = {}
 
                 def halo(layer, h_inner):

@@ -41,7 +41,7 @@ import torch
 from torch import Tensor
 
 from digest.runtime import comm
-from digest.config import Options, option
+from digest.options import Options, option
 from digest.policies.counting import Sizes, Step
 from digest.policies.halo import HaloPlan, HaloPolicy, exchange
 from digest.methods import register

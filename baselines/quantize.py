@@ -11,8 +11,9 @@ packed size plus 8 bytes of parameters per row.
 s^2 / 4, so a row of range r at b bits has at most F r^2 / (4 (2^b - 1)^2); AdaQP's adaptive
 assignment weighs blocks of rows by that bound's numerator.
 
-Random draws come from a generator seeded by the caller (AdaQP: by (run seed, step, layer,
-direction, rank)), on the rows' device, so a run and its resumption draw the same roundings.
+Random draws come from a generator seeded by the caller (AdaQP: ``digest.seeds.mix`` of (run
+seed, step, layer, direction, rank)), on the rows' device, so a run and its resumption draw the
+same roundings.
 
 Sylvie (docs/methods.md section 10.2, baselines/sylvie.py) uses the same code at b = 1 (eight values
 per byte: each value becomes its row's min or max, P(max) = (x - min) / (max - min)) and may send
@@ -54,14 +55,6 @@ def wire_width(features: int, bits: int, params=torch.float32) -> int:
 
 def generator(seed: int, device) -> torch.Generator:
     return torch.Generator(device=device).manual_seed(seed % (2 ** 63))
-
-
-def mix(*parts: int) -> int:
-    """One 63-bit seed from several integers (the same on every worker and after a resume)."""
-    out = 0
-    for p in parts:
-        out = (out * 1_000_003 + int(p) + 1) % (2 ** 63)
-    return out
 
 
 def outward(t: Tensor, dtype, down: bool) -> Tensor:

@@ -40,7 +40,7 @@ from torch import Tensor
 from digest.runtime import comm
 
 from .noise_floor import boundary_draws, probe_steps, relative
-from digest.config import Options, option
+from digest.options import Options, option
 from digest.policies.halo import HaloPlan, HaloPolicy
 from digest.methods import register
 from digest.policies.params import ParamOptions, make_param_policy

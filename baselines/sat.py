@@ -67,8 +67,8 @@ from digest.policies.params import ParamOptions, flatten, grads_of, make_param_p
 from digest.policies.counting import Sizes, Step, Unpredictable
 from digest.policies.store import StaleHalo, StoreOptions, digest_step
 from digest.runtime import comm
+from digest.seeds import mix
 
-from .quantize import mix
 from .sat_predictor import TemporalGraph, make_predictor, temporal_edges
 from .sat_sync import SyncSnapshots
 

@@ -54,9 +54,10 @@ from digest.policies.counting import Sizes, Step
 from digest.policies.halo import exchange
 from digest.policies.params import ParamOptions, make_param_policy
 from digest.runtime import comm
+from digest.seeds import mix
 
 from .pipegcn import PipeHalo
-from .quantize import (PARAM_DTYPES, decode, dequantize, generator, mix, quantize, to_wire,
+from .quantize import (PARAM_DTYPES, decode, dequantize, generator, quantize, to_wire,
                        wire_width)
 
 FWD, BWD = 0, 1  # direction, part of the rounding seed (AdaQP's values)

@@ -32,7 +32,7 @@ from dataclasses import dataclass
 import torch
 
 from digest.runtime import comm
-from digest.config import Options, option
+from digest.options import Options, option
 from digest.methods import register
 from digest.policies.params import ParamOptions, make_param_policy
 from digest.policies.counting import Sizes, Step, Unpredictable

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from . import methods
-from .options import Options, option  # noqa: F401  (re-exported: methods declare options with them)
+from .options import option
 
 PARTITIONERS = ("metis", "metis-edges", "random")  # see digest/data/partition.py assign_parts
 

@@ -16,7 +16,7 @@ PACKAGES = ("digest", "baselines", "experiments")
 # digest/'s layers, bottom to top (docs/architecture.md): a module may import its own layer's
 # modules and any layer below. The package's __init__ (the public API) sits above them all.
 LAYERS = [
-    {"digest.errors", "digest.options", "digest.files"},
+    {"digest.errors", "digest.options", "digest.files", "digest.seeds"},
     {"digest.methods"},
     {"digest.config"},
     {"digest.data", "digest.runtime"},

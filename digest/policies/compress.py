@@ -17,6 +17,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from ..options import Options, option
+from ..seeds import mix
 
 
 def ratio_schedule(kind: str, epoch: int, epochs: int, comp_max: float, comp_min: float,
@@ -119,7 +120,7 @@ class RandomCompressor(Compressor):
     F / k: column j survives with probability k / F, hence E[decode(encode(h))] = h."""
 
     def columns(self, k: int, step: int, device) -> Tensor:
-        mixed = ((self.seed * 1_000_003 + self.layer) * 1_000_003 + step) % (2 ** 63)
+        mixed = mix(self.seed, self.layer, step, offset=0)  # offset 0: the recorded runs' stream
         gen = torch.Generator().manual_seed(mixed)  # CPU generator: same draw on any device
         return torch.randperm(self.features, generator=gen)[:k].sort().values.to(device)
 

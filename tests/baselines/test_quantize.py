@@ -7,8 +7,9 @@ import math
 import pytest
 import torch
 
-from baselines.quantize import (PARAM_BYTES, decode, dequantize, encode, generator, mix, pack,
+from baselines.quantize import (PARAM_BYTES, decode, dequantize, encode, generator, pack,
                                 packed_width, quantize, unpack, wire_width)
+from digest.seeds import mix
 
 
 @pytest.mark.parametrize("bits", [2, 4, 8])
