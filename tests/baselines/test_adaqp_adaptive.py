@@ -18,7 +18,7 @@ from baselines.bit_assignment import greedy_bits
 from baselines.quantize import BITS, variance_proxy, wire_width
 from digest.config import TrainConfig
 from digest.runtime import comm
-from helpers import launch_world, small_graph, total, train_runs
+from helpers import total, train_runs
 
 WORKERS = 3
 H = 10  # hidden width = F of both exchanged layers (packed rows padded at 2 and 4 bits)
@@ -169,15 +169,12 @@ def train_all(cfg, rt, part, runs):
     return out
 
 
-@pytest.fixture(scope="module")
-def world(tmp_path_factory):
-    _, ranks = launch_world(tmp_path_factory.mktemp("data"), "aq", WORKERS, train_all, BASE,
-                            small_graph(seed=1), runs=RUNS)
-    return ranks
+# the one launch of this module's `world` fixture (tests/conftest.py)
+WORLD = dict(fn=train_all, cfg=BASE, workers=WORKERS, graph=dict(seed=1), runs=RUNS)
 
 
 def test_mixed_widths_decode_and_count(world):
-    for r in world:
+    for r in world.ranks:
         check = r["mixed"]
         assert check["within"] and check["rows"] > 0
         assert check["bytes"] == check["expected"] > 0
@@ -185,15 +182,15 @@ def test_mixed_widths_decode_and_count(world):
 
 def test_adaptive_within_uniform_bytes(world):
     for key in ("bytes_halo_fwd", "bytes_halo_bwd"):
-        uni, ada = total(world, "uniform_b4", key), total(world, "adaptive_b4", key)
+        uni, ada = total(world.ranks, "uniform_b4", key), total(world.ranks, "adaptive_b4", key)
         assert all(a <= u for a, u in zip(ada, uni)), (key, ada, uni)
     # the budget is spent, not just respected: within one upgrade of a block of the uniform
-    assert sum(total(world, "adaptive_b4", "bytes_total")) > \
-        0.9 * sum(total(world, "uniform_b4", "bytes_total"))
+    assert sum(total(world.ranks, "adaptive_b4", "bytes_total")) > \
+        0.9 * sum(total(world.ranks, "uniform_b4", "bytes_total"))
 
 
 def test_adaptive_counts_exactly(world):
-    for r in world:
+    for r in world.ranks:
         for t, row in enumerate(r["adaptive_b4"]):
             assert row["bytes_halo_fwd"] == row["expected_fwd"], t
             assert row["bytes_halo_bwd"] == row["expected_bwd"], t
@@ -201,11 +198,11 @@ def test_adaptive_counts_exactly(world):
 
 def test_every_worker_same_assignment(world):
     for t in range(EPOCHS):
-        first = world[0]["adaptive_b4"][t]["assign"]
-        assert all(torch.equal(r["adaptive_b4"][t]["assign"], first) for r in world[1:]), t
-        assert {r["adaptive_b4"][t]["quant_bits_l1"] for r in world} == \
-            {world[0]["adaptive_b4"][t]["quant_bits_l1"]}
-    runs = [r["adaptive_b4"] for r in world]
+        first = world.ranks[0]["adaptive_b4"][t]["assign"]
+        assert all(torch.equal(r["adaptive_b4"][t]["assign"], first) for r in world.ranks[1:]), t
+        assert {r["adaptive_b4"][t]["quant_bits_l1"] for r in world.ranks} == \
+            {world.ranks[0]["adaptive_b4"][t]["quant_bits_l1"]}
+    runs = [r["adaptive_b4"] for r in world.ranks]
     steps = [runs[0][t]["assign"] for t in range(EPOCHS)]
     # step 0 decides the forward blocks only (backward stays at 4 bits until statistics exist),
     # mixing widths; the assignment changes only at the decision steps R, 2R, ..., and the first
@@ -222,13 +219,13 @@ def test_every_worker_same_assignment(world):
 
 
 def test_adaptive_trains(world):
-    loss = total(world, "adaptive_b4", "loss")
+    loss = total(world.ranks, "adaptive_b4", "loss")
     assert all(math.isfinite(x) for x in loss) and loss[-1] < loss[0]
-    uni = total(world, "uniform_b4", "loss")
+    uni = total(world.ranks, "uniform_b4", "loss")
     assert abs(loss[0] - uni[0]) < 0.05  # same model, same step-0 forward up to rounding
 
 
 def test_adaptive_at_two_bits_is_uniform(world):
     """At 2 bits there is no room above the fewest: nothing is gathered, nothing changes."""
     for key in ("loss", "bytes_halo_fwd", "bytes_halo_bwd", "messages"):
-        assert total(world, "adaptive_b2", key) == total(world, "uniform_b2", key), key
+        assert total(world.ranks, "adaptive_b2", key) == total(world.ranks, "uniform_b2", key), key

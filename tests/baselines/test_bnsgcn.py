@@ -17,8 +17,7 @@ import torch
 import torch.nn.functional as F
 
 from digest.config import TrainConfig
-from digest.data.cache import load_book
-from helpers import launch_world, small_graph, total, train_runs
+from helpers import total, train_runs
 
 H = 8
 BASE = TrainConfig.of(dataset="bns", hidden=H, layers=3, dropout=0.0, epochs=20, progress=False)
@@ -81,17 +80,13 @@ def record(cfg, rt, part, runs):
     return out
 
 
-@pytest.fixture(scope="module")
-def world(tmp_path_factory):
-    graph = small_graph(seed=5)
-    part_dir, ranks = launch_world(tmp_path_factory.mktemp("data"), "bns", 2, record, BASE, graph,
-                                   runs=RUNS)
-    return graph, sum(load_book(part_dir).stats["halo_sizes"]), ranks
+# the one launch of this module's `world` fixture (tests/conftest.py)
+WORLD = dict(fn=record, cfg=BASE, workers=2, graph=dict(seed=5), runs=RUNS)
 
 
 @pytest.mark.parametrize("model", ["gcn", "sage", "gat"])
 def test_rate_one_equals_exact(world, model):
-    _, _, ranks = world
+    ranks = world.ranks
     exact, p1 = total(ranks, f"exact_{model}", "loss"), total(ranks, f"p1_{model}", "loss")
     assert len(p1) == 20 and max(abs(a - b) for a, b in zip(exact, p1)) < 1e-4
     assert exact[-1] < exact[0]
@@ -111,7 +106,7 @@ def expected_sample(seed, step, owner, peer, total_rows, k) -> list[int]:
 
 
 def test_receivers_get_their_owners_rows_sampled_and_rescaled(world):
-    graph, _, ranks = world
+    graph, ranks = world.graph, world.ranks
     p = 0.5
     for t in range(3):
         for layer in (1, 2):
@@ -199,7 +194,7 @@ def test_a_sampled_step_is_an_independent_whole_graph_computation(world, model, 
     """BNS-GCN's |B|/s scaling at p < 1 in forward AND backward (its gradients travel back scaled
     by autograd through the exchange): the loss of each step and the all-reduced parameter
     gradients equal those of the whole graph with that step's edges and factors."""
-    graph, _, ranks = world
+    graph, ranks = world.graph, world.ranks
     for t in range(2):
         loss, grads = reference_step(graph, ranks, run, t, 0.5, model)
         assert total(ranks, run, "loss")[t] == pytest.approx(loss, rel=1e-5), t
@@ -209,7 +204,7 @@ def test_a_sampled_step_is_an_independent_whole_graph_computation(world, model, 
 
 
 def test_bytes_count_only_sampled_rows(world):
-    _, halo_rows, ranks = world
+    halo_rows, ranks = world.halo_rows, world.ranks
     # from step 1 on (step 0's forward also counts the input features, fetched once)
     full = total(ranks, "exact_gcn", "bytes_halo_fwd")[1]
     assert full == halo_rows * H * 4 * 2  # two hidden layers exchanged
@@ -231,7 +226,7 @@ def test_bytes_count_only_sampled_rows(world):
 
 
 def test_gat_leaves_unsampled_edges_out_in_training_only(world):
-    _, _, ranks = world
+    ranks = world.ranks
     for r in ranks:
         n_inner, n_halo = r["n_inner"], sum(r["recv_counts"])
         most = 0
@@ -254,7 +249,7 @@ def test_gat_leaves_unsampled_edges_out_in_training_only(world):
 def test_pipegcn_on_every_model(world, model):
     """PipeGCN on SAGE and GAT (GCN: test_pipegcn.py): step 0 reads the exact fill (exact's loss),
     later steps move exactly exact's bytes, and the stale halo changes the arithmetic."""
-    _, _, ranks = world
+    ranks = world.ranks
     pipe, exact = total(ranks, f"pipe_{model}", "loss"), total(ranks, f"exact_{model}", "loss")
     assert pipe[0] == pytest.approx(exact[0], abs=1e-6)
     assert abs(pipe[2] - exact[2]) > 1e-6

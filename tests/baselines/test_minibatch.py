@@ -15,14 +15,13 @@ from torch_geometric.loader import NeighborLoader
 from baselines.minibatch import MiniBatchTrainer, fanouts
 from baselines.sampling import TorchNeighborSampler, assemble, own_share, select_rows
 from digest.config import TrainConfig, validate
-from digest.data.cache import prepare_partition
 from digest.data.graph import canonical_edges
 from digest.data.local_graph import extract_part
 from digest.data.partition import partition
 from digest.data.synthetic import make_synthetic
 from digest.runtime import comm
 from digest.training.trainer import Trainer
-from helpers import here, resumed, rows, run_workers
+from helpers import here, resumed, rows
 
 
 def small_graph(n=60, edges=150, seed=0):
@@ -173,20 +172,16 @@ def record(cfg, rt, part, runs, out_dir):
     return out
 
 
-@pytest.fixture(scope="module")
-def world(tmp_path_factory):
-    graph = make_synthetic(nodes=240, classes=3, avg_degree=6, features=10, seed=2)
-    part_dir = prepare_partition("mb", WORKERS, "metis", 0, tmp_path_factory.mktemp("data"),
-                                 graph=graph)
-    return graph, run_workers(record, BASE, part_dir, WORKERS, runs=RUNS,
-                              out_dir=str(tmp_path_factory.mktemp("run")))
+# the one launch of this module's `world` fixture (tests/conftest.py)
+WORLD = dict(fn=record, cfg=BASE, workers=WORKERS, runs=RUNS, out_dir=True,
+             graph=dict(nodes=240, classes=3, avg_degree=6, features=10, seed=2))
 
 
 @pytest.mark.parametrize("model", ["sage", "gcn"])
 def test_full_fanout_one_batch_is_exact(world, model):
     """Fan-out -1 and one chunk per worker: each epoch is one full-graph step, loss for loss, the
     parameters equal up to round-off (the sampled subgraph sums in another order)."""
-    _, ranks = world
+    ranks = world.ranks
     mb, ex = f"mb_{model}", f"exact_{model}"
     for t in range(EPOCHS):
         a = sum(r[mb]["steps"][t]["loss"] for r in ranks)
@@ -206,7 +201,7 @@ def test_full_fanout_one_batch_is_exact(world, model):
 
 @pytest.mark.parametrize("run", ["small", "random"])
 def test_every_training_node_is_a_seed_once_per_epoch(world, run):
-    graph, ranks = world
+    graph, ranks = world.graph, world.ranks
     train = set(graph.train_mask.nonzero().squeeze(1).tolist())
     S = -(-len(train) // (WORKERS * 7))
     for e in range(2):
@@ -233,7 +228,7 @@ def test_every_training_node_is_a_seed_once_per_epoch(world, run):
 
 
 def test_local_only_samples_inside_the_part(world):
-    _, ranks = world
+    ranks = world.ranks
     for r in ranks:
         assert set(r["local"]["sampled"].tolist()) <= set(r["inner"].tolist())
     # without the restriction the same seeds' neighbourhoods reach other parts
@@ -245,7 +240,7 @@ def test_local_only_samples_inside_the_part(world):
 def test_fetched_features_train_as_the_replica_does(world, fetched, replicated):
     """Rows (and, with random seeds, labels) fetched from their owners are the replica's rows:
     the same losses and parameters to the bit; only feat_fetch bytes are added."""
-    _, ranks = world
+    ranks = world.ranks
     for r in ranks:
         for a, b in zip(r[fetched]["steps"], r[replicated]["steps"]):
             assert a["loss"] == b["loss"]
@@ -263,7 +258,7 @@ def test_fetch_bytes_are_the_hand_derived_count(world):
     sampler). It sends 2 x 8 B of counts to each peer and 8 B per id it asks for, and 4 F B per
     row it is asked for; seeds are its own (--mb-seeds part), so no labels travel."""
     from torch_geometric.utils import k_hop_subgraph
-    graph, ranks = world
+    graph, ranks = world.graph, world.ranks
     F0, M = graph.x.size(1), len(ranks)
     inner = [set(r["inner"].tolist()) for r in ranks]
     need = []
@@ -280,7 +275,7 @@ def test_fetch_bytes_are_the_hand_derived_count(world):
 
 
 def test_resume_continues_identically(world):
-    _, ranks = world
+    ranks = world.ranks
     for r in ranks:
         assert r["resumed"] == r["direct"]
 

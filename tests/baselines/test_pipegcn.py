@@ -6,11 +6,10 @@ included: test_resume.py; SAGE and GAT: test_bnsgcn.py.)
 All in-process configurations run in ONE launch (worker start-up dominates the cost)."""
 from __future__ import annotations
 
-import pytest
 import torch
 
 from digest.config import TrainConfig
-from helpers import launch_world, small_graph, train_runs
+from helpers import train_runs
 
 STEPS = 6
 BASE = TrainConfig.of(dataset="pipe", hidden=8, layers=3, dropout=0.0, epochs=STEPS, progress=False)
@@ -42,12 +41,8 @@ def record(cfg, rt, part, runs):
     return out
 
 
-@pytest.fixture(scope="module")
-def world(tmp_path_factory):
-    graph = small_graph(seed=3)
-    _, ranks = launch_world(tmp_path_factory.mktemp("data"), "pipe", 3, record, BASE, graph,
-                            runs=RUNS)
-    return graph, ranks
+# the one launch of this module's `world` fixture (tests/conftest.py)
+WORLD = dict(fn=record, cfg=BASE, workers=3, graph=dict(seed=3), runs=RUNS)
 
 
 def owners_rows(graph, ranks, run, t, layer):
@@ -77,7 +72,7 @@ def received_grads(ranks, run, t, layer, m):
 
 
 def test_halo_rows_are_the_owners_rows_of_the_previous_step(world):
-    graph, ranks = world
+    graph, ranks = world.graph, world.ranks
     for t in range(1, STEPS):
         for layer in (1, 2):
             full = owners_rows(graph, ranks, "pipe", t - 1, layer)
@@ -91,7 +86,7 @@ def test_halo_rows_are_the_owners_rows_of_the_previous_step(world):
 
 
 def test_boundary_gradients_added_are_those_of_the_previous_step(world):
-    _, ranks = world
+    ranks = world.ranks
     for m, r in enumerate(ranks):
         assert r["pipe"][0]["added"] == {}  # step 0: no incoming gradient
         for t in range(1, STEPS):
@@ -107,7 +102,7 @@ def test_with_frozen_parameters_the_gradients_are_exact(world):
     the layer-1 halo gradient sent at step 0 was computed before the layer-2 gradient of step 0
     had arrived, so at step 1 only the layer-0 parameters still differ (and at step 0, which has
     no incoming gradient, more of them)."""
-    _, ranks = world
+    ranks = world.ranks
     close = [[torch.allclose(a, b, rtol=1e-4, atol=1e-7) for a, b in
               zip(ranks[0]["frozen_pipe"][t]["grads"], ranks[0]["frozen_exact"][t]["grads"])]
              for t in range(3)]
@@ -120,7 +115,7 @@ def test_with_frozen_parameters_the_gradients_are_exact(world):
 def test_smoothing(world):
     """GAMMA = 0 (the default, above) gives the raw rows exactly; GAMMA = 0.5 the exponential
     average, started from the first rows received, for features and gradients separately."""
-    graph, ranks = world
+    graph, ranks = world.graph, world.ranks
     g = 0.5
     for m, r in enumerate(ranks):
         halo = r["ids"][r["n_inner"]:]
@@ -138,7 +133,7 @@ def test_smoothing(world):
 
 
 def test_bytes_per_step_equal_exact(world):
-    _, ranks = world
+    ranks = world.ranks
 
     def per_step(run, key):
         return [sum(r[run][t][key] for r in ranks) for t in range(STEPS)]

@@ -15,9 +15,8 @@ import torch
 
 from baselines.sancus import SkipExchange
 from digest.config import TrainConfig
-from digest.data.cache import load_book
 from digest.policies.halo import exchange
-from helpers import launch_world, mean, small_graph, total, train_runs
+from helpers import mean, total, train_runs
 
 H = 10  # hidden width = F of both exchanged layers (10: packed rows need padding at 2 and 4 bits)
 LAYERS = (1, 2)
@@ -84,17 +83,14 @@ def grad_check(rt, part):
             "boundary": int(plan.send_flat.numel())}
 
 
-@pytest.fixture(scope="module")
-def world(tmp_path_factory):
-    part_dir, ranks = launch_world(tmp_path_factory.mktemp("data"), "sa", 2, train_all, BASE,
-                                   small_graph(seed=1), runs=RUNS)
-    return sum(load_book(part_dir).stats["halo_sizes"]), ranks  # rows sent per exchange
+# the one launch of this module's `world` fixture (tests/conftest.py)
+WORLD = dict(fn=train_all, cfg=BASE, workers=2, graph=dict(seed=1), runs=RUNS)
 
 
 # -- SANCUS ---------------------------------------------------------------------------------------
 
 def test_sancus_threshold_zero_is_exact(world):
-    rows, ranks = world
+    rows, ranks = world.halo_rows, world.ranks
     exact, sancus = total(ranks, "exact", "loss"), total(ranks, "sancus_eps0", "loss")
     assert len(exact) == 20 and max(abs(a - b) for a, b in zip(exact, sancus)) < 1e-4
     assert exact[-1] < exact[0]  # it trains
@@ -107,7 +103,7 @@ def test_sancus_threshold_zero_is_exact(world):
 
 def test_sancus_staleness_bound(world):
     """EPS huge: every block is skipped S = 3 steps, then sent: ages 0, 1, 2, 3, 0, ..."""
-    rows, ranks = world
+    rows, ranks = world.halo_rows, world.ranks
     T = len(ranks[0]["sancus_bound"])
     assert mean(ranks, "sancus_bound", "sent_fraction") == [1.0 if t % 4 == 0 else 0.0
                                                             for t in range(T)]
@@ -126,7 +122,7 @@ def test_sancus_staleness_bound(world):
 
 
 def test_sancus_mixed_decisions_counted_exactly(world):
-    _, ranks = world
+    ranks = world.ranks
     frac = mean(ranks, "sancus_mixed", "sent_fraction")
     assert frac[0] == 1.0 and 0 < min(frac) < 1, frac  # both decisions occur
     for r in ranks:
@@ -141,7 +137,7 @@ def test_sancus_mixed_decisions_counted_exactly(world):
 
 
 def test_sancus_gradient_of_cached_rows_goes_back(world):
-    _, ranks = world
+    ranks = world.ranks
     for r in ranks:
         check = r["grad_check"]
         assert check["halo_is_cache"] and check["boundary"] > 0
@@ -153,7 +149,7 @@ def test_sancus_gradient_of_cached_rows_goes_back(world):
 
 @pytest.mark.parametrize("bits", [2, 4, 8])
 def test_adaqp_bytes_are_packed_size(world, bits):
-    rows, ranks = world
+    rows, ranks = world.halo_rows, world.ranks
     per_row = math.ceil(H * bits / 8) + 8  # packed values + float32 offset and scale
     run = f"adaqp_b{bits}"
     for key in ("bytes_halo_fwd", "bytes_halo_bwd"):
@@ -163,7 +159,7 @@ def test_adaqp_bytes_are_packed_size(world, bits):
 
 
 def test_adaqp_lossy_but_close_and_seeded(world):
-    _, ranks = world
+    ranks = world.ranks
     exact = total(ranks, "exact", "loss")
     b2, b8 = total(ranks, "adaqp_b2", "loss"), total(ranks, "adaqp_b8", "loss")
     assert b2 == total(ranks, "adaqp_b2_again", "loss")  # roundings seeded by (seed, step, layer)
@@ -179,7 +175,7 @@ def test_limits_equal_exact_for_every_model(world, model):
     """SAGE and GAT (GCN: above), with dropout: SANCUS with threshold 0 sends every block, so its
     losses are exact's and its bytes exact's plus the flag bytes; AdaQP at 8 bits stays within
     rounding of exact and moves its packed rows."""
-    rows, ranks = world
+    rows, ranks = world.halo_rows, world.ranks
     exact = total(ranks, f"exact_{model}", "loss")
     sancus, adaqp = total(ranks, f"sancus_{model}", "loss"), total(ranks, f"adaqp_{model}", "loss")
     assert len(exact) == MODEL_EPOCHS and exact[-1] < exact[0]

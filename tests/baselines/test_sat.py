@@ -10,11 +10,9 @@ import torch
 
 from baselines.sat_predictor import temporal_edges
 from digest.config import TrainConfig, validate
-from digest.data.cache import prepare_partition
-from digest.data.synthetic import make_synthetic
 from digest.runtime import comm
 from digest.training.trainer import Trainer
-from helpers import here, resumed, run_workers
+from helpers import here, resumed
 
 # -- three workers --------------------------------------------------------------------------------
 
@@ -73,18 +71,14 @@ def record(cfg, rt, part, runs, out_dir):
     return out
 
 
-@pytest.fixture(scope="module")
-def world(tmp_path_factory):
-    graph = make_synthetic(nodes=240, classes=3, avg_degree=6, features=10, seed=4)
-    part_dir = prepare_partition("sat", WORKERS, "metis", 0, tmp_path_factory.mktemp("data"),
-                                 graph=graph)
-    return graph, run_workers(record, BASE, part_dir, WORKERS, runs=RUNS,
-                              out_dir=str(tmp_path_factory.mktemp("run")))
+# the one launch of this module's `world` fixture (tests/conftest.py)
+WORLD = dict(fn=record, cfg=BASE, workers=WORKERS, runs=RUNS, out_dir=True,
+             graph=dict(nodes=240, classes=3, avg_degree=6, features=10, seed=4))
 
 
 def test_temporal_graph_is_the_induced_subgraph(world):
     """T_m = every edge of G between V_m and H_m, halo-halo edges included, both directions."""
-    graph, ranks = world
+    graph, ranks = world.graph, world.ranks
     s, d = graph.edge_index
     for r in ranks:
         ids = r["ids"]
@@ -105,7 +99,7 @@ def same(a, b):
 
 @pytest.mark.parametrize("run", ["identity", "sync-identity"])
 def test_identity_predictor_is_digest(world, run):
-    _, ranks = world
+    ranks = world.ranks
     for r in ranks:
         for a, b in zip(r[run], r["digest"]):
             assert a["loss"] == b["loss"] and same(a["grads"], b["grads"])
@@ -117,7 +111,7 @@ def test_identity_predictor_is_digest(world, run):
 
 
 def test_warm_up_is_digest_then_the_prediction_is_read(world):
-    _, ranks = world
+    ranks = world.ranks
     total = [sum(r[run][t]["loss"] for r in ranks) for run in ("sat", "digest")
              for t in range(STEPS)]
     sat, digest = total[:STEPS], total[STEPS:]
@@ -143,7 +137,7 @@ def test_gnn_loss_gives_no_gradient_to_the_predictors(world):
     """Between syncs the GNN's backward runs every step; the predictors' gradients and
     parameters stay as the last sync's update left them (a gradient from the GNN loss would
     accumulate into .grad)."""
-    _, ranks = world
+    ranks = world.ranks
     for r in ranks:
         steps = r["sat"]
         assert all(g is None for g in steps[0]["pgrads"])  # before any sync: never touched
@@ -154,7 +148,7 @@ def test_gnn_loss_gives_no_gradient_to_the_predictors(world):
 
 
 def test_shared_predictors_stay_equal_and_their_bytes_are_counted(world):
-    _, ranks = world
+    ranks = world.ranks
     numel = sum(p.numel() for p in ranks[0]["shared"][0]["pparams"])
     for t in (I - 1, 2 * I - 1):
         for r in ranks[1:]:
@@ -169,7 +163,7 @@ def test_gate(world):
     """The guard (the default): a layer whose prediction error at a sync exceeded the staleness
     error reads the store rows until the next sync; the error of the rows a sync step read is
     the prediction's when it read the prediction, the store rows' otherwise; the count runs."""
-    _, ranks = world
+    ranks = world.ranks
     for r in ranks:
         steps, closings = r["gate"], 0
         for sync in (I - 1, 2 * I - 1):
@@ -192,7 +186,7 @@ def test_guard_serves_the_store_rows_when_the_predictor_is_bad(world):
     DIGEST's step for step (the first sync already closes it, before any prediction is read),
     and the rows served at a sync have exactly the staleness error. Without the guard the same
     predictor's rows are read, their error is the prediction's, and the run leaves DIGEST's."""
-    _, ranks = world
+    ranks = world.ranks
     syncs = [t for t in range(STEPS) if (t + 1) % I == 0]
     for r in ranks:
         on, off = r["bad"], r["bad-off"]
@@ -219,7 +213,7 @@ def test_guard_serves_the_store_rows_when_the_predictor_is_bad(world):
 def test_resume_continues_identically(world):
     """Predictors, their optimiser, windows, kept pairs and flags are checkpointed: a run stopped
     after step 4 and restored into a new trainer continues as the direct run (dropout on)."""
-    _, ranks = world
+    ranks = world.ranks
     for r in ranks:
         assert r["resumed"] == [s["loss"] for s in r["direct"]]
         assert r["resumed-sync"] == [s["loss"] for s in r["direct-sync"]]
@@ -228,7 +222,7 @@ def test_resume_continues_identically(world):
 def test_window_mean_of_sync_snapshots_averages_the_refreshes(world):
     """--sat-predictor mean with sync snapshots: the second sync's step reads the mean of the
     fill's rows and the first sync's (the window's two snapshots), learned nothing."""
-    _, ranks = world
+    ranks = world.ranks
     for r in ranks:
         steps = r["sync-mean"]
         for l in (1, 2):
@@ -241,7 +235,7 @@ def test_sync_snapshots_read_the_line_from_the_store_rows_to_the_prediction(worl
     """--sat-snapshots sync: after the sync at s, step s + k reads store + (k / I) (next - store),
     where next (the prediction of the sync at s + I) is what the sync step reads in full; its
     error against the rows that sync brings is pred_err. Before the first update: DIGEST."""
-    _, ranks = world
+    ranks = world.ranks
     for r in ranks:
         steps = r["sync"]
         assert [s["sat_used_l1"] for s in steps] == [0] * I + [1] * (STEPS - I)

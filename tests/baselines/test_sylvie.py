@@ -13,11 +13,9 @@ import torch
 from baselines.quantize import (decode, dequantize, encode, generator, pack, quantize, unpack,
                                 wire_width)
 from digest.config import TrainConfig, validate
-from digest.data.cache import prepare_partition
-from digest.data.synthetic import make_synthetic
 from digest.runtime import comm
 from digest.training.trainer import Trainer
-from helpers import here, resumed, run_workers
+from helpers import here, resumed
 
 BF16 = torch.bfloat16
 
@@ -127,13 +125,8 @@ def record(cfg, rt, part, runs, out_dir):
     return out
 
 
-@pytest.fixture(scope="module")
-def world(tmp_path_factory):
-    graph = make_synthetic(nodes=300, classes=4, avg_degree=8, features=12, seed=5)
-    part_dir = prepare_partition("sylvie", WORKERS, "metis", 0, tmp_path_factory.mktemp("data"),
-                                 graph=graph)
-    return run_workers(record, BASE, part_dir, WORKERS, runs=RUNS,
-                       out_dir=str(tmp_path_factory.mktemp("run")))
+# the one launch of this module's `world` fixture (tests/conftest.py)
+WORLD = dict(fn=record, cfg=BASE, workers=WORKERS, graph=dict(seed=5), runs=RUNS, out_dir=True)
 
 
 def losses(ranks, run):
@@ -142,7 +135,7 @@ def losses(ranks, run):
 
 
 def test_float32_without_pipelining_is_exact(world):
-    for r in world:
+    for r in world.ranks:
         for a, b in zip(r["fp32_sync"]["steps"], r["exact"]["steps"]):
             assert a["loss"] == b["loss"]
             assert all(torch.equal(x, y) for x, y in zip(a["grads"], b["grads"]))
@@ -154,19 +147,20 @@ def test_float32_without_pipelining_is_exact(world):
 
 
 def test_float32_pipelined_without_sync_is_pipegcn(world):
-    for r in world:
+    for r in world.ranks:
         for a, b in zip(r["fp32_pipe"]["steps"], r["pipegcn"]["steps"]):
             assert a["loss"] == b["loss"]
             assert all(torch.equal(x, y) for x, y in zip(a["grads"], b["grads"]))
             for key in ("bytes_halo_fwd", "bytes_halo_bwd", "staleness_repr"):
                 assert a[key] == b[key], key
             assert a["sync_step"] == 0
-    assert losses(world, "fp32_pipe") != losses(world, "exact")  # pipelining did change training
+    # pipelining did change training
+    assert losses(world.ranks, "fp32_pipe") != losses(world.ranks, "exact")
 
 
 def test_four_bits_without_pipelining_is_adaqp_uniform(world):
     """Same quantiser and random stream: the same dequantised halo rows, loss for loss."""
-    for r in world:
+    for r in world.ranks:
         for a, b in zip(r["q4_sync"]["steps"], r["adaqp4"]["steps"]):
             for layer in (1, 2):
                 assert torch.equal(a["rows"][layer], b["rows"][layer])
@@ -177,7 +171,7 @@ def test_four_bits_without_pipelining_is_adaqp_uniform(world):
 
 
 def test_k1_has_no_stale_step(world):
-    for r in world:
+    for r in world.ranks:
         steps = r["k1"]["steps"]
         assert [s["sync_step"] for s in steps] == [1] * STEPS
         assert [s["staleness_repr"] for s in steps] == [0] * STEPS
@@ -189,7 +183,7 @@ def test_schedule_rows_and_bytes_of_one_bit_k3(world):
     rows x (ceil(H / 8) + 4) bytes each way (halo gradients: as many rows as halo rows)."""
     sync = [(t + 1) % 3 == 0 for t in range(STEPS)]
     wire = math.ceil(H / 8) + 4
-    for r in world:
+    for r in world.ranks:
         steps = r["k3"]["steps"]
         assert [s["sync_step"] for s in steps] == [int(s) for s in sync]
         # step 0 reads the exact fill (staleness 0), later pipelined steps the step before
@@ -217,11 +211,11 @@ def test_schedule_rows_and_bytes_of_one_bit_k3(world):
             # flight when training stops)
             waited = t >= 1 and not sync[t] and (not sync[t - 1] or t == STEPS - 1)
             assert (s["comm_wait"] > 0) == waited and s["comm_wait"] >= 0, t
-    assert all(math.isfinite(x) for x in losses(world, "k3"))
+    assert all(math.isfinite(x) for x in losses(world.ranks, "k3"))
 
 
 def test_step0_zeros(world):
-    for r in world:
+    for r in world.ranks:
         s0, s1 = r["zeros"]["steps"]
         assert all(float(v.abs().sum()) == 0 for v in s0["rows"].values())
         assert s0["staleness_repr"] is None and s1["staleness_repr"] == 1
@@ -232,7 +226,7 @@ def test_step0_zeros(world):
 def test_resume_continues_identically(world):
     """Rows and gradients in flight (waited for, dequantised and saved) and the schedule survive
     a checkpoint: restored into a new trainer, the run continues as the direct one."""
-    for r in world:
+    for r in world.ranks:
         for stop in (4, 5):
             assert r["resumed"][stop] == r["direct"], stop
 

@@ -9,8 +9,7 @@ import pytest
 import torch
 
 from digest.config import TrainConfig
-from digest.data.cache import load_book
-from helpers import launch_world, small_graph, total, train_runs
+from helpers import total, train_runs
 
 H = 16  # hidden width = F of every exchanged layer
 BASE = TrainConfig.of(dataset="varco", hidden=H, layers=3, dropout=0.0, epochs=20, progress=False)
@@ -49,11 +48,8 @@ def train_all(cfg, rt, part, runs):
     return train_runs(cfg, rt, part, runs, finish=codec)
 
 
-@pytest.fixture(scope="module")
-def world(tmp_path_factory):
-    part_dir, ranks = launch_world(tmp_path_factory.mktemp("data"), "varco", 2, train_all, BASE,
-                                   small_graph(seed=1), runs=RUNS)
-    return sum(load_book(part_dir).stats["halo_sizes"]), ranks  # rows sent per exchange, all workers
+# the one launch of this module's `world` fixture (tests/conftest.py)
+WORLD = dict(fn=train_all, cfg=BASE, workers=2, graph=dict(seed=1), runs=RUNS)
 
 
 def hidden_fwd(ranks, run, rows):
@@ -63,7 +59,7 @@ def hidden_fwd(ranks, run, rows):
 
 
 def test_ratio_one_equals_exact(world):
-    _, ranks = world
+    ranks = world.ranks
     exact = total(ranks, "exact", "loss")
     for run in ("varco_r1", "varco_learned_r1"):
         assert max(abs(a - b) for a, b in zip(exact, total(ranks, run, "loss"))) < 1e-4, run
@@ -73,7 +69,7 @@ def test_ratio_one_equals_exact(world):
 
 
 def test_compressed_bytes_are_k_columns(world):
-    rows, ranks = world
+    rows, ranks = world.halo_rows, world.ranks
     k = 4  # ceil(16 / 4)
     # default layers for L = 3: layer 1 compressed, layer 2 (the last layer's input) exact
     for run in ("varco_r4", "varco_random_r4", "varco_learned_r4"):
@@ -88,7 +84,7 @@ def test_compressed_bytes_are_k_columns(world):
 
 
 def test_variable_schedule_reaches_r_min_at_T_minus_2_over_s(world):
-    rows, ranks = world
+    rows, ranks = world.halo_rows, world.ranks
     ratios = [r["comp_ratio"] for r in ranks[0]["varco_variable"]]
     assert ratios[0] == 8.0
     assert ratios[5] == pytest.approx(8 - 2 * 5 * 7 / 18)  # the reference code divides by T - 2
@@ -101,7 +97,7 @@ def test_variable_schedule_reaches_r_min_at_T_minus_2_over_s(world):
 def test_default_schedule_ends_with_two_full_width_epochs(world):
     """The reference code's r(t) = max(32 - 31 t / (T - 2), 1) at T = 8: full width (k = F = 16,
     the exact method's bytes) in the last two epochs, and only there."""
-    rows, ranks = world
+    rows, ranks = world.halo_rows, world.ranks
     got = ranks[0]["varco_default"]
     assert [r["comp_ratio"] for r in got] == [max(32 - 31 * t / 6, 1.0) for t in range(8)]
     assert [r["comp_ratio"] for r in got][-3:] == [32 - 31 * 5 / 6, 1.0, 1.0]
@@ -114,7 +110,7 @@ def test_default_schedule_ends_with_two_full_width_epochs(world):
 
 
 def test_learned_codec_is_trained_and_identical_on_every_worker(world):
-    _, ranks = world
+    ranks = world.ranks
     codecs = [r["end"]["varco_learned_r4"]["codec"] for r in ranks]
     assert set(codecs[0]) == {f"compressor.1.{n}" for n in ("enc_weight", "enc_bias", "dec_weight",
                                                              "dec_bias")}
@@ -126,7 +122,7 @@ def test_learned_codec_is_trained_and_identical_on_every_worker(world):
 
 
 def test_digest_store_compression_only_when_asked(world):
-    _, ranks = world
+    ranks = world.ranks
     store = {run: sum(total(ranks, run, "bytes_store"))
              for run in ("digest", "digest_none", "digest_slice", "digest_random")}
     assert store["digest"] == store["digest_none"]  # --compressor auto keeps the exact sync
@@ -140,7 +136,7 @@ def test_digest_store_compression_only_when_asked(world):
 
 
 def test_partition_based_sends_no_representations(world):
-    _, ranks = world
+    ranks = world.ranks
     for key in ("bytes_halo_fwd", "bytes_halo_bwd", "bytes_store"):
         assert set(total(ranks, "partition", key)) == {0}, key
     assert all(b > 0 for b in total(ranks, "partition", "bytes_params"))
