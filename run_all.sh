@@ -71,7 +71,7 @@ while [ $# -gt 0 ]; do
 done
 [ -z "$out" ] || [ -z "$into" ] || usage "--out DIR and --into-results exclude each other"
 name="$(basename "$suite" .yaml)"
-if [ -n "$into" ]; then  # the committed folders (experiments/layout.py has the same)
+if [ -n "$into" ]; then  # the committed folders (experiments/suites/layout.py has the same)
   where=(--into-results) results=results plots=plots
   case "$suite" in full|repro) ;; *) results="results/$name" plots="plots/$name" ;; esac
 else
@@ -107,7 +107,7 @@ python -m experiments.plots --suite "$suite" --runs "$results/runs" --out "$plot
 if [ -n "$into" ]; then
   # RUNLOG.md and the generated blocks of the suite's README, results/README.md and README.md
   python -m experiments.pages --suite "$suite" || status=1
-else  # your runs against the committed ones: results/<suite>/ (experiments/layout.py)
+else  # your runs against the committed ones: results/<suite>/ (experiments/suites/layout.py)
   echo
   python -m experiments.reproduce --suite "$suite" --runs "$results/runs" --out "$results"
   case $? in 0) ;; 1) status=1 ;; *) status=1; echo "the reproduction report failed" ;; esac

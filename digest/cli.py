@@ -41,28 +41,11 @@ class _Parser(argparse.ArgumentParser):
 
 def import_methods():
     """Register every method: digest's own, the baselines (the only import of baselines/), then
-    the modules named in ``DIGEST_PLUGINS`` (comma-separated module names or ``.py`` paths: a
-    method of your own without editing this repository; workers inherit the variable)."""
-    for spec in filter(None, os.environ.get("DIGEST_PLUGINS", "").split(",")):
-        _module(spec.strip())
+    the modules named in ``DIGEST_PLUGINS`` (``methods.import_plugins``: comma-separated module
+    names or ``.py`` paths, a method of your own without editing this repository; workers inherit
+    the variable)."""
+    methods.import_plugins()
     return methods
-
-
-def _module(spec: str):
-    """A module by name, or a ``.py`` file by path (imported once per process)."""
-    import importlib
-    import importlib.util
-    if not spec.endswith(".py"):
-        return importlib.import_module(spec)
-    name = "digest_plugin_" + Path(spec).stem
-    if name in sys.modules:
-        return sys.modules[name]
-    if not Path(spec).is_file():
-        raise FileNotFoundError(f"{spec} does not exist")
-    found = importlib.util.spec_from_file_location(name, spec)
-    module = sys.modules[name] = importlib.util.module_from_spec(found)
-    found.loader.exec_module(module)
-    return module
 
 
 def _errors():
@@ -167,7 +150,7 @@ def epoch_hooks() -> list:
     if not spec:
         return []
     where, _, name = spec.rpartition(":")
-    return [getattr(_module(where), name)]
+    return [getattr(methods.load_module(where), name)]
 
 
 def _resume_config(cfg: TrainConfig, given: dict, world: int | None) -> TrainConfig:

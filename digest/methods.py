@@ -13,7 +13,10 @@ command-line entry point imports ``baselines`` (nothing else in ``digest/`` may)
 from __future__ import annotations
 
 import dataclasses
+import os
+import sys
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Callable
 
 from .options import Options
@@ -83,3 +86,29 @@ def methods_with_option(flag: str) -> list[str]:
 
 def build(cfg: "TrainConfig", part: "LocalPart", plan: "HaloPlan", model) -> "tuple[HaloPolicy, ParamPolicy]":
     return get(cfg.method).build(cfg, part, plan, model)
+
+
+def import_plugins() -> None:
+    """Import the modules named in ``DIGEST_PLUGINS`` (comma-separated module names or ``.py``
+    paths), which register methods of your own (docs/adding-a-method.md); nothing when unset.
+    Whoever registers every method imports ``baselines`` and then calls this: the CLI, and the
+    experiment harness."""
+    for spec in filter(None, os.environ.get("DIGEST_PLUGINS", "").split(",")):
+        load_module(spec.strip())
+
+
+def load_module(spec: str):
+    """A module by name, or a ``.py`` file by path (imported once per process)."""
+    import importlib
+    import importlib.util
+    if not spec.endswith(".py"):
+        return importlib.import_module(spec)
+    name = "digest_plugin_" + Path(spec).stem
+    if name in sys.modules:
+        return sys.modules[name]
+    if not Path(spec).is_file():
+        raise FileNotFoundError(f"{spec} does not exist")
+    found = importlib.util.spec_from_file_location(name, spec)
+    module = sys.modules[name] = importlib.util.module_from_spec(found)
+    found.loader.exec_module(module)
+    return module

@@ -120,7 +120,7 @@ def bytes_check() -> list[dict]:
     from digest.advise.job import load_job
     from digest.advise.traffic import count
     from .advise_runs import records
-    from .config import base_label
+    from .suites.suite import base_label
     job, out, seen = None, [], set()
     for suite, r, cfg in records():
         label = base_label(r.label)

@@ -13,11 +13,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from digest import methods
-from digest.cli import import_methods
 from digest.config import TrainConfig
 
-from .config import WARMUP, base_label
-from .load import RunRecord, read_record
+from .suites.suite import WARMUP, base_label
+from .suites.load import RunRecord, read_record
+from .suites.registry import register_methods
 
 ROOT = Path(__file__).resolve().parents[1] / "results"
 # labels that repeat another label's configuration under other conditions
@@ -51,13 +51,13 @@ def config_of(record: RunRecord) -> TrainConfig:
 
 def is_default(cfg: TrainConfig) -> bool:
     """Whether the run used its method's default options."""
-    import_methods()
+    register_methods()
     return cfg.options == methods.options_class(cfg.method)()
 
 
 def records(root: Path = ROOT):
     """(suite, RunRecord, TrainConfig) of every complete committed run."""
-    import_methods()
+    register_methods()
     for d in run_dirs(root):  # noqa: B007
         r = read_record(d)
         if r is not None:

@@ -23,7 +23,7 @@ from digest.advise.epochs import TABLE
 from digest.advise.job import load_job
 
 from .advise_runs import ROOT, TWINS, is_default, records
-from .config import base_label
+from .suites.suite import base_label
 
 TARGETS = (0.98, 0.99, 0.995)
 

@@ -24,9 +24,9 @@ from pathlib import Path
 import pandas as pd
 
 from . import periods
-from .config import base_label, dataset_slug, network_of
+from .suites.suite import base_label, dataset_slug, network_of
 from .costmodel import Network, modeled_epoch_times
-from .load import Loaded
+from .suites.load import Loaded
 from .render import (cell, curves, markevery, md_table, panel_grid, panels, save, seed_labels,
                      style, times, titles)
 from .contention import has_quota

@@ -4,7 +4,7 @@ run's summary.json (``machine.pinning``, ``emulation.cpu_quota``; digest/runtime
 writes them)."""
 from __future__ import annotations
 
-from .load import Loaded
+from .suites.load import Loaded
 from .timing import every_round
 
 

@@ -43,6 +43,8 @@ from pathlib import Path
 
 from experiments.watch import run
 
+from .suites.registry import register_methods
+
 ROOT = Path(__file__).resolve().parents[1]
 DATASET = "synthetic:nodes=300,avg_degree=5,features=16,classes=4,seed=1"
 WORKERS, EPOCHS, EVERY = 2, 60, 12
@@ -56,9 +58,8 @@ METRICS = ("epoch", "train_loss", "train_acc", "val_acc", "test_acc")
 
 def asynchronous(method: str) -> bool:
     """DIGEST-A and its variants: their own trainer, resumed within tolerance, not identically."""
-    from digest.cli import import_methods
     from digest.methods import get
-    import_methods()
+    register_methods()
     return get(method).trainer is not None
 
 
@@ -281,9 +282,8 @@ def main(argv=None) -> int:
     args = p.parse_args(argv)
     from tqdm import tqdm
 
-    from digest.cli import import_methods
     from digest.methods import METHODS
-    import_methods()
+    register_methods()
     methods = args.methods.split(",") if args.methods else sorted(METHODS)
     unknown = [m for m in methods if m not in METHODS]
     if unknown or args.trials < 1:

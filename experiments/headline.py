@@ -20,8 +20,8 @@ from pathlib import Path
 
 import pandas as pd
 
-from .config import exact_for, network_of
-from .layout import folders, page_path
+from .suites.suite import exact_for, network_of
+from .suites.layout import folders, page_path
 from .timing import NO_DIFFERENCE, NOISY
 
 PRODUCTS = ("synthetic:nodes=40000,avg_degree=25,classes=47,features=100,communities=64,"

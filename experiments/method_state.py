@@ -22,7 +22,7 @@ import re
 
 import pandas as pd
 
-from .load import Loaded
+from .suites.load import Loaded
 from .render import md_table
 
 HARNESS = {"epoch", "train_loss", "epoch_time", "comm_time", "compute_time", "peak_mem_mb",

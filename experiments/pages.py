@@ -30,8 +30,8 @@ from pathlib import Path
 import pandas as pd
 
 from . import headline, runlog, timing_render
-from .config import dataset_slug, load_suite
-from .layout import committed_suites, folders, loadavg_path, page_path
+from .suites.suite import dataset_slug, load_suite
+from .suites.layout import committed_suites, folders, loadavg_path, page_path
 
 REPO = Path(__file__).resolve().parents[1]
 KINDS = ("generated", "headline", "quick")  # <!-- generated:begin -->, generated:headline:begin, ...

@@ -15,7 +15,7 @@ import math
 import numpy as np
 import pandas as pd
 
-from .load import Loaded
+from .suites.load import Loaded
 
 N_BUDGETS = 8
 TIE = 1e-9  # accuracies this close are ties (float rounding of means over seeds)

@@ -11,8 +11,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from .config import dataset_slug
-from .load import Loaded
+from .suites.suite import dataset_slug
+from .suites.load import Loaded
 from .pareto import MiB, RULES, budget_grid, curve_at, fronts, groups, pareto_table, ranked_labels
 from .render import grid, md_table, methods_of, panels, save, style
 

@@ -21,9 +21,9 @@ from pathlib import Path
 import pandas as pd
 
 from . import cluster, pareto_render
-from .config import dataset_slug
+from .suites.suite import dataset_slug
 from .costmodel import Network, parse_network
-from .load import Loaded, load
+from .suites.load import Loaded, load
 from .render import (curves, grid, markevery, methods_of, panel_grid, panels, pyplot, save,
                      seed_labels, style, titles)
 from .tables import CATEGORIES, MiB, epoch_time, run_frame

@@ -25,10 +25,10 @@ import tempfile
 from pathlib import Path
 
 from . import pages, plots, tables
-from .config import load_suite
+from .suites.suite import load_suite
 from .costmodel import parse_network
-from .layout import folders, loadavg_path
-from .load import load
+from .suites.layout import folders, loadavg_path
+from .suites.load import load
 
 REPO = Path(__file__).resolve().parents[1]
 NETWORK = "10gbit,5us"  # run_all.sh's default NETWORK

@@ -21,8 +21,8 @@ from pathlib import Path
 
 import pandas as pd
 
-from .config import MODEL_PREFIXES, base_label, network_of
-from .load import Loaded
+from .suites.suite import MODEL_PREFIXES, base_label, network_of
+from .suites.load import Loaded
 
 # -- markdown -----------------------------------------------------------------------------------
 

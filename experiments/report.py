@@ -8,9 +8,9 @@ import pandas as pd
 
 from . import contention, timing, timing_render
 from .cluster import markdown as cluster_markdown
-from .config import base_label, exact_for
+from .suites.suite import base_label, exact_for
 from .costmodel import Network
-from .load import Loaded
+from .suites.load import Loaded
 from .method_state import section as state_section
 from .pareto_render import section as pareto_section
 from .render import cell, md_table, times

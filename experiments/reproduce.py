@@ -33,9 +33,9 @@ from pathlib import Path
 
 import pandas as pd
 
-from .config import load_suite
-from .layout import folders
-from .load import load
+from .suites.suite import load_suite
+from .suites.layout import folders
+from .suites.load import load
 
 REPO = Path(__file__).resolve().parents[1]
 SPREAD_SEEDS, SPREAD_FLOOR, ONE_SEED = 2.0, 0.5, 1.5  # points: x std, its floor, one seed's band

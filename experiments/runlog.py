@@ -24,8 +24,8 @@ from pathlib import Path
 
 import pandas as pd
 
-from .config import Suite, expand, load_suite
-from .load import graph_changed, load
+from .suites.suite import Suite, expand, load_suite
+from .suites.load import graph_changed, load
 from .loadavg import samples as read_samples
 
 SITTING_GAP = timedelta(hours=1)  # a longer pause between two runs starts a new sitting

@@ -4,7 +4,7 @@ Each run is a subprocess ``python -m digest train <flags> --out <dir> --no-progr
 user takes), its stdout/stderr in ``<dir>/log.txt``. A run whose ``summary.json`` says complete and
 whose ``run.json`` holds the same config hash is skipped, so an interrupted suite resumes and loses
 nothing finished; any other existing directory is cleared and rerun. A failed run is reported in
-one line and the suite goes on. Runs start interleaved (experiments/schedule.py: round by round,
+one line and the suite goes on. Runs start interleaved (experiments/suites/schedule.py: round by round,
 point by point, the methods of a point in a seeded random order); run.json records each run's round, position and start
 time. Methods not registered and datasets not available are skipped with
 the reason printed. Exit status: 0, or 1 when some run failed.
@@ -24,9 +24,9 @@ from tqdm import tqdm
 
 from digest.training.metrics import write_json
 
-from .config import Run, expand, load_suite
-from .load import graph_changed
-from .schedule import interleave
+from .suites.suite import Run, expand, load_suite
+from .suites.load import graph_changed
+from .suites.schedule import interleave
 
 REPO = Path(__file__).resolve().parents[1]
 

@@ -23,9 +23,9 @@ from pathlib import Path
 import pandas as pd
 
 from . import cluster, method_state, pareto, periods, report, timing
-from .config import exact_for, is_exact
+from .suites.suite import exact_for, is_exact
 from .costmodel import Network, modeled_epoch_times, parse_network
-from .load import Loaded, load
+from .suites.load import Loaded, load
 
 MiB = 2**20
 NOT_REACHED = "not reached"

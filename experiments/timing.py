@@ -2,9 +2,9 @@
 with a bootstrap interval, beside an A/A noise floor that is itself checked; time to accuracy on
 the training clock.
 
-A suite with rounds (``rounds: R``, experiments/config.py) runs every method R times at each
+A suite with rounds (``rounds: R``, experiments/suites/suite.py) runs every method R times at each
 point (dataset, emulated network, M, seed), the methods of a round back to back in a seeded random
-order (experiments/schedule.py). Here:
+order (experiments/suites/schedule.py). Here:
 
 - **Per-epoch time** = the mean epoch time over a timed window of whole periods after the warm-up
   (experiments/periods.py): never a median, which drops the epochs that pay a periodic method's
@@ -36,8 +36,8 @@ import numpy as np
 import pandas as pd
 
 from . import periods, rule_change
-from .config import aa_label, exact_for, is_aa, is_exact
-from .load import Loaded, RunRecord
+from .suites.suite import aa_label, exact_for, is_aa, is_exact
+from .suites.load import Loaded, RunRecord
 from .paired import (AA_BAND, INCONCLUSIVE, LEVEL, NO_DIFFERENCE, NOISY, ONE_PAIR,  # noqa: F401
                      REPLICATES, SEED, Interval, half_width_pct, noisy, paired_ratio, verdict)
 

@@ -9,7 +9,7 @@ import math
 import pandas as pd
 
 from . import rule_change
-from .load import Loaded
+from .suites.load import Loaded
 from .render import cell, md_table
 from .timing import (AA_BAND, LEVEL, NO_DIFFERENCE, REPLICATES, VERDICT_WORDS, Interval,
                      every_round, half_width_pct, noisy)

@@ -24,8 +24,8 @@ import numpy as np
 import pandas as pd
 
 from . import periods
-from .config import base_label, is_exact, network_of
-from .load import Loaded
+from .suites.suite import base_label, is_exact, network_of
+from .suites.load import Loaded
 from .paired import LEVEL, REPLICATES, SEED, noisy, paired_ratio
 
 Q = 0.99            # target: this fraction of exact's mean best validation accuracy

@@ -15,9 +15,9 @@ import sys
 from pathlib import Path
 
 from . import verdict, verdict_render
-from .config import network_of
-from .layout import runs_folder
-from .load import load
+from .suites.suite import network_of
+from .suites.layout import runs_folder
+from .suites.load import load
 
 REPO = Path(__file__).resolve().parents[1]
 OUT, PLOTS = Path("results/verdict"), Path("plots/verdict")

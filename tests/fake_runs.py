@@ -47,7 +47,7 @@ def fake_suite(tmp_path):
     runs under ``tmp_path/results/runs``. Returns (suite path, runs folder)."""
     import yaml
 
-    from experiments.config import expand, load_suite
+    from experiments.suites.suite import expand, load_suite
     path = tmp_path / "fake.yaml"
     path.write_text(yaml.safe_dump({
         "name": "fake", "datasets": ["toy"], "workers": [2], "seeds": [0], "epochs": 3,

@@ -70,7 +70,7 @@ def test_the_documented_method_runs(plugin, tmp_path, capsys):
 
 
 def test_the_documented_suite_entry_parses(plugin):
-    from experiments.config import suite_from_dict
+    from experiments.suites.suite import suite_from_dict
     entry = yaml.safe_load(block("yaml"))
     suite = suite_from_dict({"name": "doc", "datasets": ["synthetic"], "workers": [4], "seeds": [0],
                              "epochs": 5, "model": {}, "methods": entry})

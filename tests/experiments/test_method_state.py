@@ -7,7 +7,7 @@ import json
 import pandas as pd
 
 from experiments import method_state, report, tables
-from experiments.load import load
+from experiments.suites.load import load
 from fake_runs import write_run
 
 

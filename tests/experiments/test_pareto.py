@@ -11,7 +11,7 @@ import pandas as pd
 import pytest
 
 from experiments import pareto, pareto_render, plots, recompute, report, tables
-from experiments.load import load
+from experiments.suites.load import load
 from fake_runs import fake_suite, recompute_args as args, write_run
 
 

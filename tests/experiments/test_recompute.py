@@ -14,7 +14,7 @@ import pandas as pd
 import pytest
 
 from experiments import recompute
-from experiments.config import CONFIGS, load_suite
+from experiments.suites.suite import CONFIGS, load_suite
 from fake_runs import fake_suite, recompute_args as args
 from helpers import ROOT, cli
 

@@ -9,8 +9,8 @@ import pytest
 from matplotlib.colors import to_hex
 
 from experiments import cluster, pareto_render, plots, render
-from experiments.config import CONFIGS, labels, load_suite
-from experiments.load import load
+from experiments.suites.suite import CONFIGS, labels, load_suite
+from experiments.suites.load import load
 from experiments.render import GROUPS, MAX_SERIES, METHOD_STYLE, Panel, family, panels, style
 from fake_runs import write_run
 

@@ -1,4 +1,4 @@
-"""Suites and the runner (no training): experiments/config.py's expansion of a suite into runs,
+"""Suites and the runner (no training): experiments/suites/suite.py's expansion of a suite into runs,
 the config hash and argv, seeds, networks; experiments/runner.py's resume logic with the
 subprocess launch mocked (a complete run of the same config hash is skipped, another reruns)."""
 import json
@@ -6,7 +6,7 @@ import json
 import pytest
 
 from experiments import runner
-from experiments.config import config_hash, expand, labels, load_suite, suite_from_dict, to_argv
+from experiments.suites.suite import (config_hash, expand, labels, load_suite, suite_from_dict, to_argv)
 
 
 def test_a_suite_with_networks_runs_every_method_at_each():
@@ -202,7 +202,7 @@ def test_a_run_on_a_former_graph_is_missing_from_the_tables_not_averaged(tmp_pat
     """A seed rerun on the recalibrated graph must not be averaged with seeds still on the old
     one: load() lists the old runs as missing, with what changed."""
     from digest.data.registry import parse_spec
-    from experiments import load as load_mod
+    from experiments.suites import load as load_mod
     spec = "synthetic:nodes=200,signal=0.2"
     suite = suite_from_dict({**SUITE, "datasets": [spec]})
     monkeypatch.setattr(load_mod, "load_suite", lambda name: suite)

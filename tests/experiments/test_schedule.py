@@ -1,7 +1,7 @@
-"""The runner's interleaving (experiments/schedule.py, docs/methods.md section 11): round by
+"""The runner's interleaving (experiments/suites/schedule.py, docs/methods.md section 11): round by
 round, point by point, the methods of a point in a seeded random order that differs between
 rounds; rounds and A/A labels
-in the suite (experiments/config.py); run.json's round and start time. The launch is mocked: no
+in the suite (experiments/suites/suite.py); run.json's round and start time. The launch is mocked: no
 training."""
 from __future__ import annotations
 
@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 from experiments import runner
-from experiments.config import (config_hash, expand, is_aa, labels, load_suite, suite_from_dict)
-from experiments.schedule import interleave, order
+from experiments.suites.suite import config_hash, expand, is_aa, labels, load_suite, suite_from_dict
+from experiments.suites.schedule import interleave, order
 
 SUITE = {"name": "t", "datasets": ["synthetic"], "workers": [2], "seeds": [0, 1], "epochs": 5,
          "model": {"hidden": 8}, "rounds": 3, "aa": True,

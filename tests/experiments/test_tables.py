@@ -8,8 +8,8 @@ import pandas as pd
 import pytest
 
 from experiments import costmodel, plots, report, tables
-from experiments.config import expand, load_suite
-from experiments.load import load
+from experiments.suites.suite import expand, load_suite
+from experiments.suites.load import load
 from fake_runs import write_run
 
 NET = costmodel.parse_network("10gbit,5us")
@@ -68,7 +68,7 @@ def test_a_models_rows_are_compared_with_that_models_exact_run(runs):
     assert tables.main(["--runs", str(runs), "--out", str(runs.parent / "t")]) == 0
     assert "compared with that model's exact run" in (runs.parent / "t" / "tables.md").read_text()
     from digest.models import MODELS
-    from experiments.config import MODEL_PREFIXES
+    from experiments.suites.suite import MODEL_PREFIXES
     assert set(MODEL_PREFIXES) == set(MODELS)  # a model added to digest is named here too
 
 
@@ -100,7 +100,7 @@ def test_suites_with_time_to_accuracy_evaluate_every_epoch():
     """A suite that compares methods with an exact run has a time-to-accuracy table: its runs
     evaluate every epoch (a suite of exact runs alone, such as calibration, compares none; a speed
     suite evaluates each run once, at its last epoch, and has no such table: test_timing.py)."""
-    from experiments.config import CONFIGS
+    from experiments.suites.suite import CONFIGS
     for path in sorted(CONFIGS.glob("*.yaml")):
         suite = load_suite(str(path))
         labels = {m.label for m in suite.methods}

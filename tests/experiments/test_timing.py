@@ -11,8 +11,8 @@ import pytest
 import yaml
 
 from experiments import contention, timing
-from experiments.config import expand, load_suite
-from experiments.load import load
+from experiments.suites.suite import expand, load_suite
+from experiments.suites.load import load
 from experiments.timing import NO_DIFFERENCE, Interval, paired_ratio, verdict
 
 

@@ -11,7 +11,7 @@ import pandas as pd
 import pytest
 
 from experiments import verdict, verdict_render
-from experiments.load import Loaded, RunRecord
+from experiments.suites.load import Loaded, RunRecord
 
 
 def run(label, seed, vals, times, method=None, rnd=0, config=None, test=None):

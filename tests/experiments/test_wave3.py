@@ -6,7 +6,7 @@ from collections import Counter
 
 import pytest
 
-from experiments.config import expand, load_suite
+from experiments.suites.suite import expand, load_suite
 
 
 @pytest.mark.parametrize("name,plan", [

@@ -4,7 +4,7 @@ A suite is a YAML file in experiments/configs/ (``quick``, ``full``) or any path
 expands to has the exact ``python -m digest train`` flags it passes, a config hash (sha256 of their
 canonical JSON) and a stable directory ``<root>/<dataset>/<label>_w<M>_s<seed>``.
 
-Timing protocol (docs/methods.md section 11; experiments/schedule.py orders the runs,
+Timing protocol (docs/methods.md section 11; experiments/suites/schedule.py orders the runs,
 experiments/timing.py reads them): ``rounds: R`` repeats every run R times (round r > 0: directory
 ``..._s<seed>_r<r>``, config hash of the flags plus the round; round 0 keeps the name and hash of a
 suite without rounds); ``aa: true`` adds, after every exact label, its A/A twin ``exact-aa`` (the
@@ -23,7 +23,7 @@ from pathlib import Path
 
 import yaml
 
-CONFIGS = Path(__file__).resolve().parent / "configs"
+CONFIGS = Path(__file__).resolve().parents[1] / "configs"
 RESERVED = {"out", "resume", "progress"}  # set by the runner, never part of a config
 WARMUP = 3  # first epochs of a run left out of its per-epoch times (docs/methods.md section 11)
 AA_SUFFIX = "-aa"  # "exact-aa": the second exact label of an A/A suite
@@ -182,9 +182,10 @@ def to_argv(flags: dict) -> list[str]:
 
 
 def _check_flags(flags: dict, where: str) -> None:
-    from digest.cli import import_methods
     from digest.flags import all_flags
-    import_methods()  # every method's options are flags too
+
+    from .registry import register_methods
+    register_methods()  # every method's options are flags too
     bad = sorted((set(flags) - all_flags()) | (set(flags) & RESERVED))
     if bad:
         raise ValueError(f"{where}: not a `digest train` flag here: {', '.join(bad)}")
@@ -283,7 +284,7 @@ def load_suite(name_or_path: str) -> Suite:
 
 def expand(suite: Suite) -> list[Run]:
     """Every run of the suite, in a stable order: dataset, method, workers, seed, round (the
-    tables' order; experiments/schedule.py orders them for running)."""
+    tables' order; experiments/suites/schedule.py orders them for running)."""
     runs = []
     for dataset in suite.datasets:
         for base in methods_of(suite):

@@ -20,7 +20,7 @@ import pandas as pd
 from digest.data.registry import parse_spec
 from digest.data.synthetic import drawn_options
 
-from .config import WARMUP, Run, expand, labels, load_suite
+from .suite import WARMUP, Run, expand, labels, load_suite
 
 
 @dataclass

@@ -21,7 +21,7 @@ import zlib
 
 import numpy as np
 
-from .config import Run, network_of
+from .suite import Run, network_of
 
 
 def point(run: Run) -> tuple:

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from .config import CONFIGS
+from .suite import CONFIGS
 
 RESULTS = Path("results")
 ALIASES = {"full": "repro"}  # repro is a subset of full: same runs, same folders
