@@ -12,11 +12,15 @@ How each ratio is measured:
 * exact, 1 worker, versus plain PyG: long-lived processes, one running our ``Trainer`` set up as
   ``python -m digest train --workers 1`` does (threads = cores, allocator tuned), the others a
   plain single-process torch_geometric full-graph GCN of the same shape (3 layers, hidden 256,
-  dropout 0.5, Adam; ``GCNConv(cached=True)``) on the same graph with dense features and default
-  process settings, in PyG's two usual forms: on ``edge_index`` (gather/scatter, PyG's
-  examples/gcn.py) and on a sparse CSR adjacency (the ``ToSparseTensor`` route). The controller
-  asks them for one epoch each in turn, rotating who goes first; each times its own step.
-  Ratio = our median / the FASTER plain variant's median, after warm-up.
+  dropout 0.5, Adam; ``GCNConv(cached=True)``) on the same graph with default process settings:
+  with dense features in PyG's two usual forms, on ``edge_index`` (gather/scatter, PyG's
+  examples/gcn.py) and on a sparse CSR adjacency (the ``ToSparseTensor`` route); on Physics
+  (sparse bag-of-words inputs, which our trainer keeps sparse) also with the features as a torch
+  sparse CSR tensor, so that GCNConv's first linear transform is a sparse-dense product, on the
+  sparse CSR adjacency. The controller asks them for one epoch each in turn, rotating who goes
+  first; each times its own step. Ratio = our median / the FASTEST plain variant's median, after
+  warm-up (on Physics the sparse-features variant: the fair reference); the ratio against every
+  plain variant is kept too.
 * DIGEST (I = 10) / exact with 4 workers: ``python -m digest train`` subprocesses, alternated
   (exact, digest, exact, digest, ...). Representation bytes = halo forward + halo backward + store,
   summed over all epochs (DIGEST's start-up fill included); epoch time = mean over epochs >= 1
@@ -51,12 +55,23 @@ NETWORK = "10gbit,5us"
 OURS = "ours (exact, 1 worker)"
 PLAIN_EI = "plain PyG, edge_index"
 PLAIN_SP = "plain PyG, sparse adjacency"
+PLAIN_SPX = "plain PyG, sparse features"
+# the plain variants timed on each graph: {name: plain_step_fn keywords}. Photo's features are
+# dense enough that our trainer keeps them dense, so only dense variants there; on Physics the
+# sparse-features variant (on the sparse adjacency, the faster propagation in the dense runs) is
+# the fair reference, and the dense ones are kept beside it.
+PLAIN = {PLAIN_EI: {}, PLAIN_SP: {"adjacency": "sparse"},
+         PLAIN_SPX: {"adjacency": "sparse", "features": "sparse"}}
+VARIANTS = {"photo": (PLAIN_EI, PLAIN_SP), "physics": (PLAIN_EI, PLAIN_SP, PLAIN_SPX)}
+PARTS = ("photo", "physics", "digest_vs_exact")  # the parts of a ratios record, each measured by a run
 
 
 # -- contestants: long-lived processes that run one epoch when asked ------------------------------
 
-def ours_step_fn(dataset: str, data_root=None, hidden=256, layers=3, dropout=0.5, method="exact"):
-    """Our Trainer with 1 worker, set up as ``cli.worker`` sets up ``--workers 1``."""
+def ours_step_fn(dataset: str, data_root=None, hidden=256, layers=3, dropout=0.5, method="exact",
+                 info: dict | None = None):
+    """Our Trainer with 1 worker, set up as ``cli.worker`` sets up ``--workers 1``; ``info``, when
+    given, gets the input features' layout and size (``reference.features_info``)."""
     import torch
 
     from digest.data import cache
@@ -73,7 +88,11 @@ def ours_step_fn(dataset: str, data_root=None, hidden=256, layers=3, dropout=0.5
     torch.set_num_threads(max(1, metrics.available_cores() // rt.local_world_size))
     perf.tune_allocator()
     part_dir = cache.prepare_partition(dataset, 1, cfg.data.partitioner, cfg.seed, data_root, cfg.data.sparse)
-    trainer = Trainer(cfg, rt, cache.load_part(part_dir, 0))
+    part = cache.load_part(part_dir, 0)
+    if info is not None:
+        from .reference import features_info
+        info.update(features_info(part.x))
+    trainer = Trainer(cfg, rt, part)
     return trainer.step
 
 
@@ -85,17 +104,23 @@ def _contestant(conn, kind: str, kwargs: dict, env: dict) -> None:
         import torch
 
         from digest.training.metrics import available_cores, peak_memory_mb
+        info = {}
         if kind == "ours":
-            step = ours_step_fn(**kwargs)
+            step = ours_step_fn(**kwargs, info=info)
         else:
             from digest.runtime import perf
             from digest.data import load_dataset
             torch.set_num_threads(available_cores())
             if kwargs.pop("tune_allocator", False):
                 perf.tune_allocator()
-            graph = load_dataset(kwargs.pop("dataset"), kwargs.pop("data_root", None), sparse="never")
+            # sparse features are loaded sparse (never densified: the peak memory is the variant's)
+            sparse = "always" if kwargs.get("features") == "sparse" else "never"
+            graph = load_dataset(kwargs.pop("dataset"), kwargs.pop("data_root", None), sparse=sparse)
             step = plain_step_fn(graph, **kwargs)
-        conn.send(("ready", None))
+            from .reference import features_info
+            info.update(features_info(graph.x))
+            del graph
+        conn.send(("ready", info))
         while True:
             cmd, epoch = conn.recv()
             if cmd == "stop":
@@ -110,9 +135,11 @@ def _contestant(conn, kind: str, kwargs: dict, env: dict) -> None:
 
 def interleaved(contestants: dict, epochs: int, warmup: int) -> dict:
     """Run ``{name: (kind, kwargs, env)}`` one epoch each in turn (rotating who goes first) for
-    ``warmup + epochs`` rounds; returns ``{name: {"median_s", "times_s", "peak_mem_mb"}}``."""
+    ``warmup + epochs`` rounds; returns ``{name: {"median_s", "times_s", "peak_mem_mb",
+    "features"}}`` (``features``: the input features' layout and size as the contestant holds
+    them)."""
     ctx = mp.get_context("spawn")
-    procs = {}
+    procs, infos = {}, {}
     try:
         for name, (kind, kwargs, env) in contestants.items():
             parent, child = ctx.Pipe()
@@ -123,6 +150,7 @@ def interleaved(contestants: dict, epochs: int, warmup: int) -> dict:
             tag, val = parent.recv()  # one at a time: set-up (loading, partitioning) not overlapped
             if tag == "error":
                 raise RuntimeError(f"{name}: {val}")
+            infos[name] = val
         times = {n: [] for n in procs}
         names = list(procs)
         for r in range(warmup + epochs):
@@ -138,7 +166,7 @@ def interleaved(contestants: dict, epochs: int, warmup: int) -> dict:
         for name, (p, conn) in procs.items():
             conn.send(("stop", 0))
             out[name] = {"median_s": statistics.median(times[name]), "times_s": times[name],
-                         "peak_mem_mb": conn.recv()[1]}
+                         "peak_mem_mb": conn.recv()[1], "features": infos[name]}
         return out
     finally:
         for p, _ in procs.values():
@@ -217,14 +245,57 @@ def machine_record() -> dict:
     return {"machine": machine(1, 1, available_cores()), "versions": versions()}
 
 
+RUN_KEYS = ("date", "command", "git_commit", "load_start", "load_end", "machine")
+
+
+def run_info(r: dict) -> dict:
+    """The record of the run that measured a part: date, command, commit, load, machine."""
+    return {k: r.get(k) for k in RUN_KEYS}
+
+
+def measured_in(r: dict, key: str) -> dict:
+    """Part ``key`` of ratios record ``r`` if run ``r`` measured it, else ``{}`` (a part kept from
+    an earlier run carries that run's record in ``part["run"]``; records written before parts
+    carried one were measured whole)."""
+    part = r.get(key) or {}
+    run = part.get("run")
+    return part if run is None or run.get("date") == r.get("date") else {}
+
+
 def _summary(r: dict) -> dict:
-    """The headline numbers of an earlier ratios run, kept in the json's history."""
-    dv = r.get("digest_vs_exact", {})
+    """The headline numbers of an earlier ratios run, kept in the json's history: only the parts
+    that run measured (a part it kept from an earlier run is in that run's summary)."""
+    dv = measured_in(r, "digest_vs_exact")
     return {"date": r.get("date"), "command": r.get("command"), "load_start": r.get("load_start"),
             "git_commit": r.get("git_commit"),
-            "photo": r.get("photo", {}).get("ratio"), "physics": r.get("physics", {}).get("ratio"),
+            "photo": measured_in(r, "photo").get("ratio"),
+            "physics": measured_in(r, "physics").get("ratio"),
+            "physics_reference": measured_in(r, "physics").get("reference"),
             "digest_bytes": dv.get("bytes_ratio"), "digest_time": dv.get("time_ratio"),
             "digest_modeled": dv.get("modeled_ratio"), "digest_modeled_cpu": dv.get("modeled_cpu_ratio")}
+
+
+def kept_parts(old: dict, skip: set) -> dict:
+    """The previous record's parts that this run leaves out (``skip``: photo, physics, digest),
+    each carrying the record of the run that measured it."""
+    keys = {"digest": "digest_vs_exact"}
+    out = {}
+    for name in skip:
+        key = keys.get(name, name)
+        if old.get(key):
+            out[key] = {**old[key], "run": old[key].get("run") or run_info(old)}
+    return out
+
+
+def graph_result(name: str, res: dict, epochs: int, warmup: int) -> dict:
+    """A graph's record from ``interleaved``'s results: the ratio divides our median by the
+    FASTEST plain variant's (the hardest reference; on Physics the sparse-features variant); the
+    ratio against every plain variant is kept beside it."""
+    plain = [n for n in res if n != OURS]
+    ref = min(plain, key=lambda n: res[n]["median_s"])
+    return {"dataset": name, "epochs": epochs, "warmup": warmup, "contestants": res,
+            "reference": ref, "ratio": res[OURS]["median_s"] / res[ref]["median_s"],
+            "ratios_by_reference": {n: res[OURS]["median_s"] / res[n]["median_s"] for n in plain}}
 
 
 def _history(old: dict) -> list[dict]:
@@ -295,40 +366,39 @@ def main(argv=None) -> int:
                 doc.setdefault("scale_variants", {})[args.scale_spec] = s
         else:
             r = {"date": date, "command": command, "load_start": _load(), "machine": machine_record(),
-                 "git_commit": commit}
+                 "git_commit": commit, "targets": dict(TARGETS)}
+            measured = []
             for key, name in (("photo", "Photo"), ("physics", "Physics")):
                 if key in skip:
                     continue
                 print(f"{name}: exact 1 worker vs plain PyG, {epochs} epochs each, interleaved", flush=True)
                 res = interleaved({
                     OURS: ("ours", {"dataset": name, **data_kw}, {}),
-                    PLAIN_EI: ("plain", {"dataset": name, **data_kw}, {}),
-                    PLAIN_SP: ("plain", {"dataset": name, "adjacency": "sparse", **data_kw}, {}),
+                    **{n: ("plain", {"dataset": name, **PLAIN[n], **data_kw}, {})
+                       for n in VARIANTS[key]},
                 }, epochs, args.warmup)
-                # the ratio divides by the FASTER plain variant (the harder reference)
-                ref = min((PLAIN_EI, PLAIN_SP), key=lambda n: res[n]["median_s"])
-                r[key] = {"dataset": name, "epochs": epochs, "warmup": args.warmup,
-                          "contestants": res, "reference": ref,
-                          "ratio": res[OURS]["median_s"] / res[ref]["median_s"],
-                          "ratios_by_reference": {n: res[OURS]["median_s"] / res[n]["median_s"]
-                                                  for n in (PLAIN_EI, PLAIN_SP)}}
+                r[key] = graph_result(name, res, epochs, args.warmup)
+                measured.append(key)
                 print("  " + ", ".join(f"{n} {c['median_s'] * 1e3:.1f} ms" for n, c in res.items())
-                      + f": ratio {r[key]['ratio']:.3f} vs {ref} (target <= {TARGETS[key]})",
-                      flush=True)
+                      + f": ratio {r[key]['ratio']:.3f} vs {r[key]['reference']} "
+                      f"(target <= {TARGETS[key]})", flush=True)
             if "digest" not in skip:
                 print(f"Physics, 4 workers: exact and DIGEST (I=10), {d_reps} x {d_epochs} epochs each",
                       flush=True)
                 dv = digest_vs_exact("Physics", 4, d_epochs, d_reps, work,
                                      root_flags(args.data_root))
                 r["digest_vs_exact"] = dv
+                measured.append("digest_vs_exact")
                 print(f"  bytes ratio {dv['bytes_ratio']:.3f} (target <= 0.10), time ratio "
                       f"{dv['time_ratio']:.3f} (target <= 0.75), modeled @{dv['network']} "
                       f"{dv['modeled_ratio']:.3f} (with CPU seconds as compute: "
                       f"{dv['modeled_cpu_ratio'] or float('nan'):.3f})", flush=True)
             r["load_end"] = _load()
+            for key in measured:
+                r[key]["run"] = run_info(r)
             old = doc.get("ratios", {})
             r["history"] = _history(old)
-            doc["ratios"] = {**{k: v for k, v in old.items() if k in skip}, **r}
+            doc["ratios"] = {**kept_parts(old, skip), **r}
         doc = json.loads(json.dumps(doc, default=str))  # times_s lists etc. as plain JSON
         out_dir.mkdir(parents=True, exist_ok=True)
         from digest.files import write_text_atomic

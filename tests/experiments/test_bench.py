@@ -181,3 +181,128 @@ def test_a_generation_only_record_renders_beside_the_scale_runs_memory():
     doc = {"scale": s, "scale_variants": {"synthetic:preset=x": gen}}
     assert "## Generation only" in perf_report.render(doc)
     assert "the scale run above" not in "\n".join(perf_report._render_generation(gen, None))
+
+
+def _tiny_graph(seed=0):
+    """12 nodes on a ring with chords, 30 bag-of-words columns (about 10% nonzero), 3 classes."""
+    import types
+
+    import torch
+    g = torch.Generator().manual_seed(seed)
+    n = 12
+    src = torch.arange(n)
+    pairs = torch.cat([torch.stack([src, (src + 1) % n]), torch.stack([src, (src + 5) % n])], 1)
+    ei = torch.cat([pairs, pairs.flip(0)], 1)
+    x = (torch.rand(n, 30, generator=g) < 0.1).float() * torch.rand(n, 30, generator=g)
+    return types.SimpleNamespace(x=x, edge_index=ei, num_nodes=n, num_classes=3,
+                                 y=torch.randint(0, 3, (n,), generator=g),
+                                 train_mask=torch.arange(n) % 2 == 0)
+
+
+def test_the_sparse_features_variant_is_the_same_model_as_the_dense_one():
+    """Same seed, same weights; its forward (and with dropout 0 its gradients) equal the dense
+    variant's on every adjacency form: the sparse-features reference is the same GCN."""
+    import torch
+    import torch.nn.functional as F
+
+    from experiments.reference import plain_setup
+    graph = _tiny_graph()
+    out, grads = {}, {}
+    for features in ("dense", "sparse"):
+        for adjacency in ("edge_index", "sparse"):
+            model, x, adj = plain_setup(graph, hidden=8, layers=3, dropout=0.0,
+                                        adjacency=adjacency, features=features)
+            assert (x.layout == torch.sparse_csr) == (features == "sparse")
+            model.train()
+            logits = model(x, adj)
+            F.cross_entropy(logits[graph.train_mask], graph.y[graph.train_mask]).backward()
+            out[features, adjacency] = logits.detach()
+            grads[features, adjacency] = [p.grad.clone() for p in model.parameters()]
+    ref = out["dense", "edge_index"]
+    assert ref.abs().max() > 0
+    for key, logits in out.items():
+        torch.testing.assert_close(logits, ref, rtol=1e-5, atol=1e-6, msg=str(key))
+        for g, g0 in zip(grads[key], grads["dense", "edge_index"]):
+            torch.testing.assert_close(g, g0, rtol=1e-4, atol=1e-6, msg=str(key))
+    # with dropout, the eval forward is the same model's too
+    dense, xd, ei = plain_setup(graph, hidden=8, dropout=0.5)
+    sparse, xs, _ = plain_setup(graph, hidden=8, dropout=0.5, features="sparse")
+    dense.eval(), sparse.eval()
+    torch.testing.assert_close(sparse(xs, ei), dense(xd, ei), rtol=1e-5, atol=1e-6)
+
+
+def test_sparse_dropout_drops_stored_values_only():
+    import torch
+
+    from experiments.reference import dropout_any
+    x = _tiny_graph().x
+    xs = x.to_sparse_csr()
+    torch.manual_seed(0)
+    d = dropout_any(xs, 0.5, True).to_dense()
+    kept = d != 0
+    assert kept.sum() < (x != 0).sum() and not (kept & (x == 0)).any()
+    torch.testing.assert_close(d[kept], 2 * x[kept])
+    assert dropout_any(xs, 0.5, False) is xs
+
+
+def _physics_record(ref_ms: dict) -> dict:
+    res = {bench.OURS: {"median_s": 0.25, "peak_mem_mb": 1000.0, "times_s": [0.25],
+                        "features": {"layout": "sparse", "rows": 100, "columns": 400, "nonzeros": 200}}}
+    for name, ms in ref_ms.items():
+        lay = "sparse" if name == bench.PLAIN_SPX else "dense"
+        res[name] = {"median_s": ms / 1e3, "peak_mem_mb": 1000.0, "times_s": [ms / 1e3],
+                     "features": {"layout": lay, "rows": 100, "columns": 400, "nonzeros": 200}}
+    return bench.graph_result("Physics", res, 2, 1)
+
+
+def test_physics_divides_by_the_sparse_features_variant_and_shows_the_dense_ones():
+    x = _physics_record({bench.PLAIN_EI: 8000.0, bench.PLAIN_SP: 6000.0, bench.PLAIN_SPX: 1000.0})
+    assert x["reference"] == bench.PLAIN_SPX and abs(x["ratio"] - 0.25) < 1e-12
+    assert set(x["ratios_by_reference"]) == {bench.PLAIN_EI, bench.PLAIN_SP, bench.PLAIN_SPX}
+    text = perf_report._physics_sentence(x, 0.33)
+    assert "plain PyG fed the same sparse features (plain PyG, sparse features" in text
+    assert "takes 0.25x its epoch (4.0x faster)" in text and "is met" in text
+    assert f"0.031x ({bench.PLAIN_EI}) and 0.042x ({bench.PLAIN_SP})" in text
+    assert "(400 input columns, 0.50% of the entries nonzero)" in text
+    slow = _physics_record({bench.PLAIN_EI: 8000.0, bench.PLAIN_SP: 6000.0, bench.PLAIN_SPX: 500.0})
+    assert "takes 0.50x its epoch (2.0x faster)" in perf_report._physics_sentence(slow, 0.33)
+    assert "NOT met" in perf_report._physics_sentence(slow, 0.33)
+    line = perf_report._features_line(x)
+    assert "held sparse by ours, plain PyG, sparse features" in line
+    assert f"held dense by {bench.PLAIN_EI}, {bench.PLAIN_SP}" in line
+
+
+def test_a_run_that_skips_parts_keeps_them_with_the_run_that_measured_them():
+    """--skip photo,digest: the kept parts carry their own run's date and command, the page says
+    which run measured which part, and the history counts each part once, in its own run."""
+    doc = json.loads((Path(perf_report.__file__).parent.parent / "results" / "performance.json")
+                     .read_text())
+    old = doc["ratios"]
+    old = {**old, **{k: {kk: vv for kk, vv in old[k].items() if kk != "run"}
+                     for k in bench.PARTS if k in old}}  # as a record written before parts had one
+    old["date"], old["command"], old["git_commit"] = "2026-11-30 20:59 UTC", "old cmd", "a" * 40
+    new = {"date": "2026-12-03 10:00 UTC", "command": "new cmd", "git_commit": "b" * 40,
+           "load_start": "1", "load_end": "2", "machine": old["machine"],
+           "physics": _physics_record({bench.PLAIN_EI: 8000.0, bench.PLAIN_SPX: 1000.0})}
+    new["physics"]["run"] = bench.run_info(new)
+    new["history"] = bench._history(old)
+    kept = bench.kept_parts(old, {"photo", "digest"})
+    assert set(kept) == {"photo", "digest_vs_exact"}
+    assert kept["digest_vs_exact"]["run"]["command"] == "old cmd"
+    r = {**kept, **new}
+    assert bench.measured_in(r, "physics") and not bench.measured_in(r, "photo")
+    summary = bench._summary(r)
+    assert summary["photo"] is None and summary["digest_time"] is None
+    assert summary["physics_reference"] == bench.PLAIN_SPX
+    assert new["history"][-1]["date"] == old["date"] and new["history"][-1]["digest_time"]
+    text = perf_report.render({"ratios": r})
+    assert "The ratios come from 2 runs of the bench" in text
+    assert "- Physics, 1 worker: run on 2026-12-03 10:00 UTC with `new cmd` at git commit bbbbbbb" in text
+    assert ("- Photo, 1 worker; DIGEST vs exact: run on 2026-11-30 20:59 UTC with `old cmd` at "
+            "git commit aaaaaaa") in text
+    assert "interleaved epochs on a shared, loaded machine" in text
+    # the DIGEST range counts the kept part once: in its own run's history row
+    times = [h["digest_time"] for h in r["history"]
+             if perf_report._traceable(h.get("git_commit")) and h.get("digest_time") is not None]
+    assert f"Across the {len(times)} runs of the DIGEST-versus-exact part" in text
+    assert "paired ratios with a bootstrap interval" in text and "unpaired" in text
