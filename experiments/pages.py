@@ -23,205 +23,25 @@ from __future__ import annotations
 import argparse
 import difflib
 import os
-import re
 import sys
 from pathlib import Path
 
-import pandas as pd
-
-from . import headline, runlog, timing_render
-from .suites.suite import dataset_slug, load_suite
+from .render import headline, runlog
+from .render.blocks import MarkerError, fill
+from .render.suite_block import quick_block, suite_block
 from .suites.layout import committed_suites, folders, loadavg_path, page_path
+from .suites.suite import Suite, load_suite
 
 REPO = Path(__file__).resolve().parents[1]
-KINDS = ("generated", "headline", "quick")  # <!-- generated:begin -->, generated:headline:begin, ...
-PLOT_KINDS = ("val_vs_time", "val_vs_epoch", "val_vs_bytes", "speedup_vs_workers",
-              "speedup_vs_bandwidth", "val_vs_emulated_time", "bytes_per_epoch", "pareto",
-              "stale_error")
-MAX_IMAGES = 3  # main plots shown in a suite's block (one per dataset); the rest are links
-# the sections of tables.md a suite's block shows: section title, which of its subsections
-KEY_SECTIONS = (("Accuracy", lambda sub: True),
-                ("Per-epoch time", lambda sub: "modeled" not in sub and "emulated" not in sub),
-                ("Emulated cluster", lambda sub: "ms per epoch, emulated @ each bandwidth" in sub),
-                ("Stragglers", lambda sub: True))
-
-
-class MarkerError(ValueError):
-    """A page whose generated-block markers do not pair up (the message is one line)."""
-
-
-def _begin(kind: str) -> str:
-    return "<!-- generated:begin" if kind == "generated" else f"<!-- generated:{kind}:begin"
-
-
-def _end(kind: str) -> str:
-    return "<!-- generated:end -->" if kind == "generated" else f"<!-- generated:{kind}:end -->"
-
-
-def blocks(text: str, where: str = "page") -> dict:
-    """{kind: (index of its begin line, index of its end line)} of the page's blocks; MarkerError
-    for a begin without an end, an end without a begin, a block opened twice or inside another."""
-    out, open_ = {}, None
-    for i, line in enumerate(text.splitlines()):
-        s = line.strip()
-        for kind in KINDS:
-            if s.startswith(_begin(kind)):
-                if open_ is not None:
-                    raise MarkerError(f"{where}:{i + 1}: {_begin(kind)} inside the {open_[0]} block "
-                                      f"begun on line {open_[1] + 1} (no {_end(open_[0])} before it)")
-                if kind in out:
-                    raise MarkerError(f"{where}:{i + 1}: a second {_begin(kind)} block")
-                open_ = (kind, i)
-            elif s == _end(kind):
-                if open_ is None or open_[0] != kind:
-                    raise MarkerError(f"{where}:{i + 1}: {_end(kind)} without {_begin(kind)} ... --> before it")
-                out[kind], open_ = (open_[1], i), None
-    if open_ is not None:
-        raise MarkerError(f"{where}:{open_[1] + 1}: {_begin(open_[0])} ... --> without "
-                          f"{_end(open_[0])} after it")
-    return out
-
-
-def fill(text: str, contents: dict, where: str = "page") -> str:
-    """The page with each block named in ``contents`` holding that text (between a blank line
-    after its begin marker and one before its end marker); the rest byte for byte."""
-    lines = text.splitlines(keepends=True)
-    for kind, (b, e) in sorted(blocks(text, where).items(), key=lambda kv: -kv[1][0]):
-        if contents.get(kind) is not None:
-            body = contents[kind].rstrip("\n")
-            lines[b + 1:e] = ["\n", *(x + "\n" for x in body.split("\n")), "\n"]
-    return "".join(lines)
-
-
-def sections(md: str) -> list:
-    """tables.md's '## ' sections: [(title, intro lines, [(subtitle, lines), ...]), ...]."""
-    out = []
-    for line in md.splitlines():
-        if line.startswith("## "):
-            out.append((line[3:].strip(), [], []))
-        elif line.startswith("### ") and out:
-            out[-1][2].append((line[4:].strip(), []))
-        elif out:
-            (out[-1][2][-1][1] if out[-1][2] else out[-1][1]).append(line)
-    return out
-
-
-def _trim(lines: list) -> list:
-    text = "\n".join(lines).strip("\n")
-    return text.split("\n") if text else []
-
-
-def key_tables(md: str, link: str, names=None) -> list:
-    """The markdown lines of the KEY_SECTIONS (those ``names`` only, if given) of a tables.md,
-    headings made bold (a page's own headings stay the only ones), each naming its number in
-    tables.md (at ``link``)."""
-    out = []
-    for title, intro, subs in sections(md):
-        words = re.sub(r"^\d+\.\s*", "", title)
-        keep = next((f for name, f in KEY_SECTIONS if words.startswith(name)
-                     and (names is None or name in names)), None)
-        chosen = [(t, body) for t, body in subs if keep and keep(t)]
-        if keep is None or (subs and not chosen):
-            continue
-        number = title.split(".", 1)[0]
-        out += [f"**[Table {number}]({link}). {words}**", ""]
-        out += [*_trim(intro), ""] if _trim(intro) else []
-        for t, body in chosen:
-            out += [f"*{t}*", "", *_trim(body), ""]
-    return out
-
-
-def plot_lines(datasets: list, plots: Path, page_dir: Path, emulated: bool) -> list:
-    """The main plot of each dataset (up to MAX_IMAGES shown) and links to all its plots."""
-    main = "speedup_vs_bandwidth" if emulated else "val_vs_time"
-    rel = lambda p: Path(os.path.relpath(p, page_dir)).as_posix()  # noqa: E731
-    images, links = [], []
-    for d in datasets:
-        files = [(k, plots / f"{dataset_slug(d)}_{k}.png") for k in PLOT_KINDS]
-        files = [(k, p) for k, p in files if p.exists()]
-        if not files:
-            continue
-        shown = dict(files).get(main)
-        if shown is not None and len(images) < 2 * MAX_IMAGES:  # an image and a blank line each
-            images += [f"![{d}: {main.replace('_', ' ')}]({rel(shown)})", ""]
-        links.append(f"- {d}: " + ", ".join(f"[{k.replace('_', ' ')}]({rel(p)})" for k, p in files))
-    out = [f"**Plots** ([{rel(plots)}/]({rel(plots)}/)):", "", *images, *links]
-    return out if links else []
-
-
-BLOCK_LINES = 45  # a suite block's tables beyond this: only the accuracy table (pages <= 150 lines)
-
-
-def suite_block(suite_name: str, results: Path, plots: Path, page_dir: Path) -> str | None:
-    """A suite's generated block, from its tables.md (None when it has none)."""
-    md_path = Path(results) / "tables.md"
-    if not md_path.exists():
-        return None
-    rel = lambda p: Path(os.path.relpath(p, page_dir)).as_posix()  # noqa: E731
-    md = md_path.read_text()
-    datasets = _datasets(Path(results))
-    lines = [f"*Generated by `python -m experiments.pages` from [tables.md]({rel(md_path)}), which "
-             f"`./run_all.sh --check {suite_name}` rebuilds from the committed runs; what ran, "
-             f"when, at which commit and load: [RUNLOG.md]({rel(Path(results) / 'RUNLOG.md')}).*", ""]
-    tables = key_tables(md, rel(md_path))
-    if len(tables) > BLOCK_LINES:  # a page stays short: the accuracy table, the rest one link away
-        tables = key_tables(md, rel(md_path), ("Accuracy",)) + [
-            "", f"Per-epoch times and speedups: [tables.md]({rel(md_path)}), section 2 onwards."]
-    if len(tables) > BLOCK_LINES:  # even that is long (a sweep): every table one link away
-        tables = [f"Accuracy, per-epoch times and speedups: [tables.md]({rel(md_path)})."]
-    lines += tables + rule_line(Path(results), rel(md_path))
-    lines += plot_lines(datasets, Path(plots), Path(page_dir),
-                        (Path(results) / "cluster_epoch_time.csv").exists())
-    return "\n".join(lines).rstrip("\n") + "\n"
-
-
-def rule_line(results: Path, link: str) -> list:
-    """One line on what the corrected timing rule changed in a speed suite (timing_rule_change.csv;
-    nothing for other suites)."""
-    path = results / "timing_rule_change.csv"
-    change = pd.read_csv(path) if path.exists() else None
-    if change is None or change.empty:
-        return []
-    return ["", f"**The corrected timing rule** (docs/methods.md section 11: per-epoch time a mean "
-            f"over whole periods, the bootstrap over rounds and seeds, the A/A check): "
-            f"{timing_render.summary(change)}; the rows: [tables.md]({link}), section 2.", ""]
-
-
-def _datasets(results: Path) -> list:
-    """The datasets of a suite's accuracy.csv, in its order."""
-    try:
-        return list(dict.fromkeys(pd.read_csv(results / "accuracy.csv").dataset))
-    except (OSError, ValueError, AttributeError):
-        return []
-
-
-def quick_block(page_dir: Path) -> str | None:
-    """README.md's quick block: the quick suite's accuracy table and main plot (None until
-    results/quick/tables.md exists)."""
-    results, plots, command = folders("quick")
-    md_path = Path(results) / "tables.md"
-    if not md_path.exists():
-        return None
-    rel = lambda p: Path(os.path.relpath(p, page_dir)).as_posix()  # noqa: E731
-    datasets = _datasets(Path(results))
-    lines = [f"*Generated by `python -m experiments.pages` from the committed `{command}` run "
-             f"([{rel(md_path)}]({rel(md_path)}), [RUNLOG.md]({rel(Path(results) / 'RUNLOG.md')})).*", ""]
-    lines += key_tables(md_path.read_text(), rel(md_path), ("Accuracy",))
-    main = Path(plots) / f"{dataset_slug(datasets[0])}_val_vs_time.png" if datasets else None
-    if main is not None and main.exists():
-        lines += ["", f"![{datasets[0]}: validation accuracy against time]({rel(main)})"]
-    return "\n".join(lines) + "\n"
-
-
-def suite_outputs(suite_ref: str, results: Path, plots: Path, runs: Path, samples: Path | None,
+def suite_outputs(suite: Suite, results: Path, plots: Path, runs: Path, samples: Path | None,
                   command: str) -> dict:
     """{path: text} of a suite's generated files: RUNLOG.md and its README with its block."""
     results = Path(results)
-    out = {results / "RUNLOG.md": runlog.render(suite_ref, runs, samples, results, command)}
-    page = results / page_path(suite_ref).name  # repro's page is repro.md beside the index
+    out = {results / "RUNLOG.md": runlog.render(suite, runs, samples, results, command)}
+    page = results / page_path(suite.name).name  # repro's page is repro.md beside the index
     if page.exists():
         out[page] = fill(page.read_text(), {"generated": suite_block(
-            load_suite(suite_ref).name, results, plots, results)}, str(page))
+            suite.name, results, plots, results)}, str(page))
     return out
 
 
@@ -239,14 +59,14 @@ def add_shared(out: dict, pages=SHARED_PAGES) -> dict:
     return out
 
 
-def outputs(suites: list) -> dict:
+def outputs(suites: list[Suite]) -> dict:
     """{path: text} of every generated file of these suites (as run_all.sh lays them out) and
     the shared blocks."""
     out: dict = {}
-    for name in suites:
-        results, plots, command = folders(name)
-        out.update(suite_outputs(name, Path(results), Path(plots), Path(results) / "runs",
-                                 loadavg_path(name), command))
+    for suite in suites:
+        results, plots, command = folders(suite.name)
+        out.update(suite_outputs(suite, Path(results), Path(plots), Path(results) / "runs",
+                                 loadavg_path(suite.name), command))
     return add_shared(out)
 
 
@@ -303,13 +123,13 @@ def main(argv=None) -> int:
     cwd = os.getcwd()
     os.chdir(REPO)  # paths as run_all.sh has them: relative to the repository
     try:
-        suites = [load_suite(s).name for s in args.suite] if args.suite else committed_suites()
+        suites = [load_suite(s) for s in (args.suite or committed_suites())]
         if args.check:
             diff = check(lambda: outputs(suites))
             for line in diff:
                 print(line)
             print(f"pages: {len(diff)} difference(s)" if diff else
-                  f"pages: {', '.join(suites)}, the headline and quick blocks as generated",
+                  f"pages: {', '.join(s.name for s in suites)}, the headline and quick blocks as generated",
                   file=sys.stderr)
             return 1 if diff else 0
         written = write(outputs(suites))

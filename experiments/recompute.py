@@ -24,11 +24,14 @@ import sys
 import tempfile
 from pathlib import Path
 
-from . import pages, plots, tables
-from .suites.suite import load_suite
+from . import pages, tables
+from .analysis.tables import TARGETS
 from .costmodel import parse_network
+from .render.blocks import MarkerError
+from .render.plots import draw
 from .suites.layout import folders, loadavg_path
 from .suites.load import load
+from .suites.suite import load_suite
 
 REPO = Path(__file__).resolve().parents[1]
 NETWORK = "10gbit,5us"  # run_all.sh's default NETWORK
@@ -102,25 +105,25 @@ def main(argv=None) -> int:
 
 
 def _run(args, suite, results: Path, runs: str, plots_dir: str, command: str) -> int:
-    loaded = load(runs, args.suite)
+    loaded = load(runs, suite)
     if not loaded.records:
         print(f"recompute: no complete run of suite {suite.name} under {runs}", file=sys.stderr)
         return 1
     net = parse_network(args.network)
     if args.write:
-        written = tables.write(loaded, results, net, tables.TARGETS, command)
-        plots.main(["--suite", args.suite, "--runs", runs, "--out", args.plots or plots_dir,
-                    "--network", args.network])
+        written = tables.write(loaded, results, net, TARGETS, command)
+        drawn = draw(loaded, Path(args.plots or plots_dir), net)
+        print(f"plots: {len(drawn)} PNGs -> {args.plots or plots_dir}/")
         print(f"recompute: {loaded.done} runs -> {results}/" + ", ".join(written))
         try:  # and the run log and generated blocks (experiments/pages.py)
             rewritten = pages.write(_pages(args, suite, results, runs, plots_dir, command))
-        except pages.MarkerError as e:
+        except MarkerError as e:
             print(f"error: {e}", file=sys.stderr)
             return 1
         print("recompute: pages -> " + (", ".join(rewritten) or "unchanged"))
         return 0
     with tempfile.TemporaryDirectory() as tmp:
-        tables.write(loaded, Path(tmp), net, tables.TARGETS, command)
+        tables.write(loaded, Path(tmp), net, TARGETS, command)
         diff = differences(results, Path(tmp))
     diff += pages.check(lambda: _pages(args, suite, results, runs, plots_dir, command))
     for line in diff:
@@ -135,7 +138,7 @@ def _run(args, suite, results: Path, runs: str, plots_dir: str, command: str) ->
 def _pages(args, suite, results: Path, runs: str, plots_dir: str, command: str) -> dict:
     """The suite's RUNLOG.md and page block (experiments/pages.py); with the suite's own folders
     (no --runs, --results), also the headline and quick blocks of results/README.md, README.md."""
-    out = pages.suite_outputs(args.suite, results, Path(args.plots or plots_dir), Path(runs),
+    out = pages.suite_outputs(suite, results, Path(args.plots or plots_dir), Path(runs),
                               loadavg_path(suite.name), command)
     return pages.add_shared(out) if args.runs is None and args.results is None else out
 

@@ -1,4 +1,5 @@
-"""What each method did, beside what it sent: its own metrics.csv columns and peak memory.
+"""What each method did, beside what it sent: its own metrics.csv columns and peak memory, as a frame
+(method_state.csv; experiments/render/method_state.py renders it).
 
 Every method logs the state its paper is about (docs/methods.md sections 4, 5 and 8): PipeGCN
 the staleness used and how often the exchange was ready, BNS-GCN the sampled fraction, SANCUS the
@@ -22,8 +23,7 @@ import re
 
 import pandas as pd
 
-from .suites.load import Loaded
-from .render import md_table
+from ..suites.load import Loaded
 
 HARNESS = {"epoch", "train_loss", "epoch_time", "comm_time", "compute_time", "peak_mem_mb",
            "messages", "cpu_time", "train_acc", "val_acc", "test_acc", "eval_time", "wall_time",
@@ -64,16 +64,3 @@ def table(loaded: Loaded) -> pd.DataFrame:
                      "state": "; ".join(f"{c} {sum(v) / len(v):.4g}" for c, v in means.items())})
     return pd.DataFrame(rows, columns=["dataset", "method", "workers", "seeds", "peak_mem_mb",
                                        "state"])
-
-
-def section(df: pd.DataFrame) -> str:
-    """tables.md's sub-tables of section 4, one per dataset."""
-    out = []
-    for dataset, part in df.groupby("dataset", sort=False):
-        out.append(f"\n### {dataset}: method state (its own metrics.csv columns, mean over epochs "
-                   "and seeds) and peak memory per worker\n\n")
-        out.append(md_table(["method", "M", "seeds", "peak MiB", "state"],
-                            [[r.method, r.workers, r.seeds,
-                              "n/a" if r.peak_mem_mb != r.peak_mem_mb else f"{r.peak_mem_mb:.0f}",
-                              r.state or "–"] for r in part.itertuples()]))
-    return "".join(out)

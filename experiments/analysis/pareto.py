@@ -15,7 +15,7 @@ import math
 import numpy as np
 import pandas as pd
 
-from .suites.load import Loaded
+from ..suites.load import Loaded
 
 N_BUDGETS = 8
 TIE = 1e-9  # accuracies this close are ties (float rounding of means over seeds)
@@ -233,3 +233,15 @@ def budget_grid(by_label: dict, column: str) -> np.ndarray:
     hi = max([float(m[column].dropna().iloc[-1]) for m in runs] + [0.0])
     grid = np.unique(np.append(evaluated[(evaluated > 0) & (evaluated <= hi)], hi))
     return grid[grid > 0] if (grid > 0).any() else grid
+
+
+def axis_curves(by_label: dict, column: str) -> tuple:
+    """One axis of the figure: (its budgets, the ranked labels, each label's accuracy within
+    every budget, the front: the best of the ranked at every budget)."""
+    budgets = budget_grid(by_label, column)
+    ranked = ranked_labels(by_label)
+    ys = {label: curve_at(recs, column, budgets) for label, recs in by_label.items()}
+    envelope = np.full(len(budgets), np.nan)
+    for label in ranked:
+        envelope = np.fmax(envelope, ys[label])
+    return budgets, ranked, ys, envelope

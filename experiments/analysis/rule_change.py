@@ -13,8 +13,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from .suites.suite import aa_label, exact_for, is_aa, is_exact
-from .suites.load import Loaded
+from ..suites.suite import aa_label, exact_for, is_aa, is_exact
+from ..suites.load import Loaded
 from .paired import LEVEL, NO_DIFFERENCE, REPLICATES, SEED
 
 MOVED = 0.05  # a ratio that moved by this fraction or more is listed

@@ -1,5 +1,6 @@
-"""RUNLOG.md: what ran for a suite, generated from its committed run files, never hand-written
-(``python -m experiments.pages`` writes it; ``./run_all.sh --check SUITE`` fails when it differs).
+"""What ran for a suite, read from its committed run files (RUNLOG.md, which
+experiments/render/runlog.py writes from this and ``python -m experiments.pages`` commits;
+``./run_all.sh --check SUITE`` fails when it differs).
 
 For each run folder under the suite's runs/ (run.json, summary.json): the git commit of the code
 that ran it, its start (run.json) and end (start + run.json's wall seconds), its training time
@@ -17,16 +18,15 @@ reference machine's clock, whatever the time zone of the machine that checks).
 from __future__ import annotations
 
 import json
-import os
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 import pandas as pd
 
-from .suites.suite import Suite, expand, load_suite
-from .suites.load import graph_changed, load
-from .loadavg import samples as read_samples
+from ..loadavg import samples as read_samples
+from ..suites.load import Loaded, graph_changed, load
+from ..suites.suite import Suite, expand
 
 SITTING_GAP = timedelta(hours=1)  # a longer pause between two runs starts a new sitting
 
@@ -71,6 +71,53 @@ def _start(info: dict) -> datetime | None:
         return None
 
 
+@dataclass
+class RunLog:
+    """What RUNLOG.md reports of a suite: its run folders, the runner's plan, its complete runs
+    and the load samples (None without a samples file)."""
+    suite: Suite
+    runs: Path
+    samples: Path | None
+    items: list          # of Entry, in the suite's order
+    plan: dict
+    loaded: Loaded
+    load: pd.DataFrame | None
+
+
+def read(suite: Suite, runs: Path, samples: Path | None) -> RunLog:
+    """A suite's run folders under ``runs`` and the load samples file, if there is one."""
+    runs = Path(runs)
+    load_df = read_samples(samples) if samples is not None and Path(samples).exists() else None
+    return RunLog(suite, runs, samples, entries(runs, suite), read_plan(runs, suite),
+                  load(runs, suite), load_df)
+
+
+def by_commit(items: list[Entry]) -> dict:
+    """{git commit: its runs by start time}, commits in the order their first run started."""
+    out: dict = {}
+    for e in sorted((e for e in items if e.start), key=lambda e: (e.start, e.path)):
+        out.setdefault(e.commit, []).append(e)
+    return out
+
+
+def read_plan(runs: Path, suite: Suite) -> dict:
+    """The runner's plan_<suite>.json under ``runs`` ({} when there is none)."""
+    return _json(Path(runs) / f"plan_{suite.name}.json")
+
+
+def when(t: datetime | None) -> str:
+    """A start or end time as RUNLOG.md writes it ('-' when unknown)."""
+    return "-" if t is None else t.strftime("%Y-%m-%d %H:%M:%S")
+
+
+def load_in(load: pd.DataFrame | None, start: datetime | None, end: datetime | None) -> pd.Series:
+    """The 1-minute load averages sampled from start to end (UTC); empty without samples."""
+    if load is None or start is None or end is None:
+        return pd.Series(dtype=float)
+    t0, t1 = (x.replace(tzinfo=timezone.utc).timestamp() for x in (start, end))
+    return load.load1[(load.t >= t0) & (load.t <= t1)]
+
+
 def entries(runs: Path, suite: Suite) -> list[Entry]:
     """Every run folder with a run.json under ``runs``, in the suite's order (extra ones last)."""
     order = {str(r.directory(".")): i for i, r in enumerate(expand(suite))}
@@ -96,48 +143,6 @@ def sittings(items: list[Entry]) -> list[list[Entry]]:
         else:
             out[-1].append(e)
     return out
-
-
-def load_in(load: pd.DataFrame | None, start: datetime | None, end: datetime | None) -> str:
-    """'mean (max, n)' of the 1-minute load sampled from start to end (UTC), '-' if none."""
-    if load is None or start is None or end is None:
-        return "-"
-    t0, t1 = (x.replace(tzinfo=timezone.utc).timestamp() for x in (start, end))
-    inside = load.load1[(load.t >= t0) & (load.t <= t1)]
-    return "-" if inside.empty else f"{inside.mean():.2f} (max {inside.max():.2f}, {len(inside)})"
-
-
-def _when(t: datetime | None) -> str:
-    return "-" if t is None else t.strftime("%Y-%m-%d %H:%M:%S")
-
-
-def _num(x, fmt: str = ".1f") -> str:
-    return format(float(x), fmt) if isinstance(x, (int, float)) else "-"
-
-
-def machine(summary: dict) -> str:
-    m = summary.get("machine") or {}
-    if not m:
-        return "not recorded"
-    ram = f", {m['ram_gib']} GiB RAM" if m.get("ram_gib") is not None else ""
-    return (f"{m.get('host', '?')} ({m.get('cpu', '?')}), {m.get('cores', '?')} cores{ram}, "
-            f"GPU: {m.get('gpu', '?')}")
-
-
-def sharing(summary: dict) -> str:
-    m = summary.get("machine") or {}
-    threads = f" ({m['threads_per_worker']} thread(s) each)" if m.get("threads_per_worker") else ""
-    return f"{m['cores_shared']}{threads}" if m.get("cores_shared") else "not recorded"
-
-
-def versions(summary: dict) -> str:
-    v = summary.get("versions") or {}
-    return ", ".join(f"{k} {x}" for k, x in v.items()) or "not recorded"
-
-
-def network(summary: dict) -> str:
-    em = summary.get("emulation") or {}
-    return str(em.get("label") or f"emulated @ {em.get('bandwidth')}") if em else "loopback (one host)"
 
 
 def irregular(items: list[Entry], suite: Suite, plan: dict) -> list[str]:
@@ -187,78 +192,8 @@ def irregular(items: list[Entry], suite: Suite, plan: dict) -> list[str]:
                            and f.start and f.start < e.start for f in items):
             late.setdefault((e.path.split("/")[0], e.commit[:7]), []).append(e)
     for (folder, commit), runs_late in late.items():
-        out.append(f"{folder} at {commit}: " + ", ".join(f"{e.name} ({_when(e.start)})" for e in runs_late)
+        out.append(f"{folder} at {commit}: " + ", ".join(f"{e.name} ({when(e.start)})" for e in runs_late)
                    + " started after runs of the same dataset and commit that the suite runs after "
                    "them: re-runs, or parts of the suite run later (--seeds, or runs added to it)")
     out += [f"{p}: planned, no run folder" for p in by_run if p in planned and p not in present]
     return out
-
-
-def _table(header: list[str], rows: list[list]) -> list[str]:
-    out = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
-    return out + ["| " + " | ".join(str(c) for c in row) + " |" for row in rows]
-
-
-def _count(items: list[Entry], key) -> list[list]:
-    groups: dict = {}
-    for e in items:
-        groups.setdefault(key(e), []).append(e)
-    return [[k, len(v)] for k, v in groups.items()]
-
-
-def render(suite_ref: str, runs: Path, samples: Path | None, out_dir: Path, command: str) -> str:
-    """The RUNLOG.md text of a suite (a name in experiments/configs or a YAML path): its run
-    folders under ``runs``, the load samples file if any; links relative to ``out_dir``."""
-    suite, runs, out_dir = load_suite(suite_ref), Path(runs), Path(out_dir)
-    items = entries(runs, suite)
-    plan = _json(runs / f"plan_{suite.name}.json")
-    loaded = load(runs, suite_ref)
-    load_df = read_samples(samples) if samples is not None and Path(samples).exists() else None
-    rel = lambda p: Path(os.path.relpath(p, out_dir)).as_posix()  # noqa: E731
-    src = f"[{rel(samples)}]({rel(samples)})" if load_df is not None else "none committed"
-    lines = [f"# Run log: suite {suite.name}", "",
-             "Generated by `python -m experiments.pages` from the committed run files under "
-             f"[{rel(runs)}/]({rel(runs)}/) (each run's run.json and summary.json, and "
-             f"plan_{suite.name}.json) and the load samples ({src}); do not edit: `./run_all.sh "
-             f"--check {suite.name}` fails when this file differs from what they give.", "",
-             f"Command: `{command}`; each run's own command is in its summary.json and in runs.csv.",
-             f"Runs: {loaded.done} complete of {loaded.expected} planned"
-             + (f" (plan_{suite.name}.json)" if "runs" in plan else "")
-             + (f", missing: {', '.join(loaded.missing)}" if loaded.missing else "")
-             + f"; {len(items)} run folder(s).", "",
-             "Times are the running machine's clock as run.json records them (UTC on the reference "
-             "VM); ended = started + the run's wall seconds (run.json: the launch included); train "
-             "s = summary.json's total_train_time. Load = the 1-minute load average sampled while "
-             "the run ran: mean (max, samples); the workers alone make about one per worker.", ""]
-    groups = sittings(items)
-    lines += ["## Sittings", "", f"Consecutive runs at one code commit, none after a pause over "
-              f"{SITTING_GAP.seconds // 3600} h.", ""]
-    lines += _table(["#", "commit", "runs", "datasets", "from", "to", "run s", "load"], [
-        [i + 1, g[0].commit[:7], len(g), ", ".join(f"{d} ({n})" for d, n in _count(g, lambda e: e.dataset)),
-         _when(g[0].start), _when(max(e.end or e.start for e in g)),
-         _num(sum(e.seconds or 0 for e in g), ".0f"),
-         load_in(load_df, g[0].start, max(e.end or e.start for e in g))]
-        for i, g in enumerate(groups)])
-    lines += ["", "## Code, machine, versions", ""]
-    by_commit: dict = {}
-    for e in sorted((e for e in items if e.start), key=lambda e: (e.start, e.path)):
-        by_commit.setdefault(e.commit, []).append(e)
-    lines += _table(["git commit", "runs", "first started", "last ended"], [
-        [c, len(g), _when(g[0].start), _when(max(e.end or e.start for e in g))]
-        for c, g in by_commit.items()]) + [""]
-    lines += _table(["machine", "cores shared by workers", "network", "runs"],
-                    [[*k, n] for k, n in _count(items, lambda e: (machine(e.summary), sharing(
-                        e.summary), network(e.summary)))]) + [""]
-    lines += _table(["versions", "runs"], _count(items, lambda e: versions(e.summary)))
-    notes = irregular(items, suite, plan)
-    lines += ["", "## Re-runs and irregularities", ""]
-    lines += [f"- {n}" for n in notes] or ["None: every run folder is a planned run of the suite, "
-                                           "complete, in plan order within its commit, its summary "
-                                           "as planned."]
-    for dataset in dict.fromkeys(e.dataset for e in items):
-        lines += ["", f"## {dataset}", ""]
-        lines += _table(["run", "commit", "started", "ended", "wall s", "train s", "epochs", "load"], [
-            [e.name, e.commit[:7], _when(e.start), _when(e.end), _num(e.seconds),
-             _num(e.summary.get("total_train_time")), e.summary.get("epochs", "-"),
-             load_in(load_df, e.start, e.end)] for e in items if e.dataset == dataset])
-    return "\n".join(lines) + "\n"

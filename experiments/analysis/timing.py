@@ -35,11 +35,11 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from ..suites.load import Loaded, RunRecord
+from ..suites.suite import aa_label, exact_for, is_aa, is_exact
 from . import periods, rule_change
-from .suites.suite import aa_label, exact_for, is_aa, is_exact
-from .suites.load import Loaded, RunRecord
-from .paired import (AA_BAND, INCONCLUSIVE, LEVEL, NO_DIFFERENCE, NOISY, ONE_PAIR,  # noqa: F401
-                     REPLICATES, SEED, Interval, half_width_pct, noisy, paired_ratio, verdict)
+from .paired import (AA_BAND, INCONCLUSIVE, LEVEL, NOISY, NO_DIFFERENCE, ONE_PAIR, REPLICATES, SEED,  # noqa: F401
+                     Interval, half_width_pct, noisy, paired_ratio, verdict)
 
 NOT_REACHED = "not reached"
 VERDICT_WORDS = ("faster", "slower", INCONCLUSIVE, NOISY, ONE_PAIR)  # printed beside a ratio

@@ -24,8 +24,8 @@ import numpy as np
 import pandas as pd
 
 from . import periods
-from .suites.suite import base_label, is_exact, network_of
-from .suites.load import Loaded
+from ..suites.suite import base_label, is_exact, network_of
+from ..suites.load import Loaded
 from .paired import LEVEL, REPLICATES, SEED, noisy, paired_ratio
 
 Q = 0.99            # target: this fraction of exact's mean best validation accuracy
@@ -33,6 +33,7 @@ CONVERGED = 0.8     # exact's best-validation epoch at most this fraction of the
 CLOSE = 0.5         # points: "within this much of exact's accuracy" for the sentence
 ASYNC = ("digest-async", "digest-async-vanishing")  # methods timed end to end only
 NOT_REACHED = "not reached"
+BITS = {"10gbit": 1e10, "1gbit": 1e9, "100mbit": 1e8, "50mbit": 5e7}  # bandwidths, fastest first
 
 
 @dataclass
@@ -201,3 +202,25 @@ def decomposition_error(conv: dict, times: dict, e2e: Loaded, q: float = Q) -> p
 def target_of_conv(conv: dict, q: float = Q) -> float:
     """The target from the convergence frames (q x exact's mean best validation accuracy)."""
     return q * float(np.mean(list(conv["exact"].best_val.values())))
+
+
+@dataclass
+class GraphVerdict:
+    """One graph's verdict: accuracy and convergence per method (``accuracy``), speedups to
+    accuracy at each bandwidth (``speedups``), the bandwidths fastest first, and the decomposition
+    checked against end-to-end runs (None where the graph has none)."""
+    acc: pd.DataFrame
+    speed: pd.DataFrame
+    bandwidths: list
+    error: pd.DataFrame | None = None
+
+
+def of_graph(converge: Loaded, speed: Loaded, e2e: Loaded | None = None) -> GraphVerdict:
+    """A graph's verdict from its convergence runs, its speed runs and, where there are some, its
+    end-to-end emulated runs (each restricted to the graph)."""
+    conv = convergence(converge)
+    times = round_times(speed, speed.warmup)
+    bws = sorted({network_of(r.label) for r in speed.records if network_of(r.label)},
+                 key=lambda b: -BITS.get(b, 0))
+    err = decomposition_error(conv, times, e2e) if e2e is not None else None
+    return GraphVerdict(accuracy(conv), speedups(conv, times, bws), bws, err)

@@ -4,8 +4,8 @@ run's summary.json (``machine.pinning``, ``emulation.cpu_quota``; digest/runtime
 writes them)."""
 from __future__ import annotations
 
-from .suites.load import Loaded
-from .timing import every_round
+from ..suites.load import Loaded
+from ..analysis.timing import every_round
 
 
 def _pinning(text: str | None) -> str:

@@ -1,8 +1,5 @@
-"""Shared helpers of the tables and the figures: markdown cells and tables, figure grids and saving,
-and one style per method for every plot of the project.
-
-Layers: this module imports only ``config`` and ``load`` of the harness; the modules that render
-(report, method_state, cluster, pareto_render, plots) import it, never each other's private names.
+"""The figures' shared helpers: one style per method for every plot of the project, small
+multiples, figure grids and saving, legends of curves that are means over seeds.
 
 Style: a run label maps to its method family (``family``: "digest-I10@1gbit" -> "digest",
 "sage-partition-pa5" -> "partition-pa", "varco-fixed-8" -> "varco"), and the family to one colour
@@ -19,35 +16,8 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-import pandas as pd
-
-from .suites.suite import MODEL_PREFIXES, base_label, network_of
-from .suites.load import Loaded
-
-# -- markdown -----------------------------------------------------------------------------------
-
-
-def cell(v, spec: str = ".4g") -> str:
-    """A table cell: strings as they are, None / NaN as 'n/a', numbers formatted by ``spec``."""
-    if isinstance(v, str):
-        return v
-    if v is None or (isinstance(v, float) and math.isnan(v)):
-        return "n/a"
-    return format(v, spec)
-
-
-def times(v) -> str:
-    """A speedup cell: '1.23x', strings as they are, 'n/a' for None / NaN."""
-    if isinstance(v, str):
-        return v
-    return "n/a" if v is None or (isinstance(v, float) and math.isnan(v)) else cell(v, ".2f") + "x"
-
-
-def md_table(headers: list, rows: list) -> str:
-    lines = ["| " + " | ".join(map(str, headers)) + " |", "|" + "---|" * len(headers)]
-    lines += ["| " + " | ".join(map(str, row)) + " |" for row in rows]
-    return "\n".join(lines) + "\n"
-
+from ..suites.load import Loaded
+from ..suites.suite import MODEL_PREFIXES, base_label, network_of
 
 # -- method styles ------------------------------------------------------------------------------
 OKABE_ITO = {"black": "#000000", "orange": "#E69F00", "sky blue": "#56B4E9",
@@ -244,21 +214,7 @@ def save(fig, path: Path, written: list) -> None:
     written.append(path)
 
 
-# -- curves -------------------------------------------------------------------------------------
-def curves(loaded: Loaded, dataset: str, workers: int, labels=None) -> dict[str, pd.DataFrame]:
-    """{label: mean over seeds per evaluated epoch of val_acc, wall_time, cum_bytes}."""
-    out = {}
-    for label in loaded.labels if labels is None else labels:
-        recs = [r.metrics for r in loaded.records
-                if r.dataset == dataset and r.label == label and r.workers == workers]
-        if recs:
-            m = pd.concat(recs)
-            m = m[m["val_acc"].notna()]
-            cols = ["val_acc", "wall_time", "cum_bytes"]
-            out[label] = m.groupby("epoch")[cols].mean().reset_index()
-    return out
-
-
+# -- legends ------------------------------------------------------------------------------------
 def seed_labels(loaded: Loaded, dataset: str, workers: int, labels: list) -> tuple[dict, str]:
     """Legend names and the title's phrase for curves that are means over seeds. A suite may give
     the main methods more seeds than the rest (repro: 3 at M=4); then each label says its own."""

@@ -11,10 +11,11 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from .suites.suite import dataset_slug
-from .suites.load import Loaded
-from .pareto import MiB, RULES, budget_grid, curve_at, fronts, groups, pareto_table, ranked_labels
-from .render import grid, md_table, methods_of, panels, save, style
+from ..analysis.pareto import RULES, MiB, axis_curves, fronts, groups, pareto_table
+from ..suites.load import Loaded
+from ..suites.suite import dataset_slug
+from .figures import grid, methods_of, panels, save, style
+from .markdown import md_table
 
 
 def seeds_text(n: int) -> str:
@@ -98,8 +99,6 @@ def plot(loaded: Loaded, dataset: str, out: Path, written: list, workers="max",
     black where the method is on the front, hollow where not; the front (best of the ranked
     methods at every budget, all groups) as a grey band; a method with fewer seeds than the most
     (not ranked: RULES) thinner and paler."""
-    from matplotlib.lines import Line2D
-
     sub = Loaded([r for r in loaded.records if r.dataset == dataset], [dataset], loaded.labels)
     gs = groups(sub, workers, time_column)
     if not gs:
@@ -109,47 +108,51 @@ def plot(loaded: Loaded, dataset: str, out: Path, written: list, workers="max",
     rows = [panels(list(by_label), methods) for _, _, by_label in gs.values()]
     fig, axes = grid(max(map(len, rows)), len(gs), 6.2, 4.8)
     for j, (((_, w, axis), (column, unit, by_label)), ps) in enumerate(zip(gs.items(), rows)):
-        scale = MiB if unit == "B" else 1.0
-        budgets = budget_grid(by_label, column)
-        ranked = ranked_labels(by_label)
-        ys = {label: curve_at(recs, column, budgets) for label, recs in by_label.items()}
-        envelope = np.full(len(budgets), np.nan)
-        for label in ranked:
-            envelope = np.fmax(envelope, ys[label])
+        curves = axis_curves(by_label, column)
         part = table[(table.workers == w) & (table.axis == axis)]
         for i, ax in enumerate(axes[:, j]):
             if i >= len(ps):
                 ax.set_visible(False)
                 continue
-            handles = []
-            for label in ps[i].labels:
-                st = style(label, ps[i].labels, methods)
-                name = label if label in ranked else \
-                    f"{label} ({seeds_text(len(by_label[label]))}, not ranked)"
-                line = {"color": st["color"], "ls": st["ls"], "lw": 1.3 if label in ranked else 1.0,
-                        "alpha": 1.0 if label in ranked else 0.6}
-                ax.plot(budgets / scale, 100 * ys[label], drawstyle="steps-post", **line)
-                handles.append(Line2D([], [], **{**st, **line}, label=name))
-            ax.plot(budgets / scale, 100 * envelope, drawstyle="steps-post", lw=6, color="grey",
-                    alpha=0.25, zorder=0)
-            band = "front (best of the ranked" + (", every panel's)" if len(ps) > 1 else ")")
-            handles.append(Line2D([], [], lw=6, color="grey", alpha=0.25, label=band))
-            for r in part[part.method.isin(ps[i].labels)].itertuples():
-                if r.test_acc == r.test_acc:
-                    st = style(r.method, ps[i].labels, methods)
-                    ax.plot(r.budget / scale, 100 * r.test_acc, st["marker"],
-                            ms=8 if r.on_front else 6,
-                            mfc=st["color"] if r.on_front else "none",
-                            mec="black" if r.on_front else st["color"], mew=1.5, zorder=3)
-            if (budgets > 0).all():
-                _log_budgets(ax, budgets)
+            _panel(ax, ps[i], len(ps) > 1, by_label, curves, part, MiB if unit == "B" else 1.0,
+                   methods)
             ax.set_xlabel(f"budget: {axis} ({'MiB' if unit == 'B' else 's'}, log scale)")
-            ax.set_ylabel("test accuracy (%) at best val within budget")
             ax.set_title(f"{axis}, M={w}" + (f": {ps[i].title}" if len(ps) > 1 else ""),
                          fontsize=10)
-            ax.grid(alpha=0.3, which="both")
-            ax.legend(handles=handles, fontsize=7, loc="lower right")
     fig.suptitle(f"{dataset}: best test accuracy within a budget (mean over seeds; markers: the "
                  "table's budgets, filled = on the front)", fontsize=10)
     save(fig, out / f"{dataset_slug(dataset)}_pareto.png", written)
 
+
+def _panel(ax, panel, many: bool, by_label: dict, curves: tuple, part: pd.DataFrame,
+           scale: float, methods: dict) -> None:
+    """One panel: each of the panel's methods' step line, the front's band, the table's budgets
+    as markers (filled and ringed where on the front), the legend."""
+    from matplotlib.lines import Line2D
+
+    budgets, ranked, ys, envelope = curves
+    handles = []
+    for label in panel.labels:
+        st = style(label, panel.labels, methods)
+        name = label if label in ranked else \
+            f"{label} ({seeds_text(len(by_label[label]))}, not ranked)"
+        line = {"color": st["color"], "ls": st["ls"], "lw": 1.3 if label in ranked else 1.0,
+                "alpha": 1.0 if label in ranked else 0.6}
+        ax.plot(budgets / scale, 100 * ys[label], drawstyle="steps-post", **line)
+        handles.append(Line2D([], [], **{**st, **line}, label=name))
+    ax.plot(budgets / scale, 100 * envelope, drawstyle="steps-post", lw=6, color="grey",
+            alpha=0.25, zorder=0)
+    band = "front (best of the ranked" + (", every panel's)" if many else ")")
+    handles.append(Line2D([], [], lw=6, color="grey", alpha=0.25, label=band))
+    for r in part[part.method.isin(panel.labels)].itertuples():
+        if r.test_acc == r.test_acc:
+            st = style(r.method, panel.labels, methods)
+            ax.plot(r.budget / scale, 100 * r.test_acc, st["marker"],
+                    ms=8 if r.on_front else 6,
+                    mfc=st["color"] if r.on_front else "none",
+                    mec="black" if r.on_front else st["color"], mew=1.5, zorder=3)
+    if (budgets > 0).all():
+        _log_budgets(ax, budgets)
+    ax.set_ylabel("test accuracy (%) at best val within budget")
+    ax.grid(alpha=0.3, which="both")
+    ax.legend(handles=handles, fontsize=7, loc="lower right")

@@ -1,19 +1,21 @@
 """tables.md: a header describing where the numbers came from (read from the runs' summary.json,
-never hard-coded), then the four tables rendered as markdown; measured and modeled kept apart."""
+never hard-coded), then the tables (experiments/analysis/tables.py builds them) rendered as
+markdown, a section each; measured and modeled kept apart."""
 from __future__ import annotations
 
 import json
 
 import pandas as pd
 
-from . import contention, timing, timing_render
+from ..analysis import timing
+from ..costmodel import Network
+from ..suites.load import Loaded
+from ..suites.suite import base_label, exact_for
+from . import contention, timing as timing_render
 from .cluster import markdown as cluster_markdown
-from .suites.suite import base_label, exact_for
-from .costmodel import Network
-from .suites.load import Loaded
+from .markdown import cell, md_table, times
 from .method_state import section as state_section
-from .pareto_render import section as pareto_section
-from .render import cell, md_table, times
+from .pareto import section as pareto_section
 
 APART_NOTE = ("† The method's runs and exact's ran at different commits, i.e. at different times "
               "under whatever load each had (RUNLOG.md says when): that speedup is not a paired "
@@ -24,19 +26,6 @@ SHORT_RUNS = ("A speed suite: each run is short and evaluated once, at its last 
               "runs give the accuracy.")
 EVALUATED_ONCE = ("Every run of this suite was evaluated once, at its last epoch (a speed suite): "
                   "no curve, so no time to accuracy here.")
-
-
-def runs_index(loaded: Loaded) -> pd.DataFrame:
-    """runs.csv: every run's identity, command and own results, so per-seed comparisons (paired
-    by seed) can be read from committed files, not only the means of the other tables."""
-    rounds = bool(loaded.later)  # a suite with rounds: each run's round, after its seed
-    return pd.DataFrame([{"dataset": r.dataset, "method": r.label, "workers": r.workers,
-                          "seed": r.seed, **({"round": r.round} if rounds else {}),
-                          "best_val": r.summary.get("best_val"),
-                          "test_at_best_val": r.summary.get("test_at_best_val"),
-                          "mean_epoch_time": r.metrics["epoch_time"].mean(),
-                          "directory": str(r.directory), "git_commit": r.summary.get("git_commit"),
-                          "command": r.summary.get("command")} for r in timing.every_round(loaded)])
 
 
 def _distinct(values) -> list:
@@ -108,12 +97,29 @@ def _apart(hit: pd.DataFrame) -> bool:
 
 
 def markdown(loaded: Loaded, tables: dict, net: Network | None, target, command: str) -> str:
-    out = [header(loaded, net, target, command)]
-    acc = tables["accuracy"]
-    seeds = sorted(set(acc["seeds"]))
-    out.append(f"\n## 1. Accuracy: test accuracy (%) at best validation, mean ± std over "
-               f"{'/'.join(map(str, seeds))} seed(s)\n")
+    """tables.md: the header, then a section per table (docs/methods.md section 7)."""
     once = timing.evaluated_once(loaded)  # a speed suite: short runs, no curve
+    out = [header(loaded, net, target, command), accuracy_section(loaded, tables["accuracy"], once),
+           epoch_section(loaded, tables, net), tta_section(loaded, tables, net, target, once),
+           bytes_section(tables["bytes"])]
+    if "method_state" in tables:
+        out.append(state_section(tables["method_state"]))
+    if "straggler" in tables:
+        out.append(straggler_section(tables["straggler"]))
+    number = 6 if "straggler" in tables else 5
+    if "pareto" in tables:
+        out.append(pareto_section(tables["pareto"], number))
+        number += 1
+    if "cluster_epoch_time" in tables:
+        out.append(cluster_markdown(tables, loaded, number))
+    return "".join(out)
+
+
+def accuracy_section(loaded: Loaded, acc: pd.DataFrame, once: bool) -> str:
+    """Section 1: test accuracy at best validation, a row per (method, M), a column per dataset."""
+    seeds = sorted(set(acc["seeds"]))
+    out = [f"\n## 1. Accuracy: test accuracy (%) at best validation, mean ± std over "
+           f"{'/'.join(map(str, seeds))} seed(s)\n"]
     if once:
         out.append(f"\n{SHORT_RUNS}\n\n")
     datasets = list(dict.fromkeys(acc["dataset"]))
@@ -126,8 +132,13 @@ def markdown(loaded: Loaded, tables: dict, net: Network | None, target, command:
     out.append(md_table(["method", "M", "seeds", *datasets],
                         [[m, w, "/".join(map(str, sorted(counts[m, w]))),
                           *(look.get((d, m, w), "") for d in datasets)] for m, w in keys]))
-    et = tables["epoch_time"]
-    out.append("\n## 2. Per-epoch time (ms) and per-epoch speedup over exact at the same M\n")
+    return "".join(out)
+
+
+def epoch_section(loaded: Loaded, tables: dict, net: Network | None) -> str:
+    """Section 2: per-epoch time and speedup over exact, measured (the timing protocol's paired
+    tables where the suite ran it), then modeled."""
+    out = ["\n## 2. Per-epoch time (ms) and per-epoch speedup over exact at the same M\n"]
     kind = time_kind(loaded)
     for prefix, title in [("", kind), *([(f"{net.column} ", net.column + " (not measured)")] if net else [])]:
         if not prefix and "timing" in tables:  # the timing protocol: paired over rounds
@@ -136,28 +147,41 @@ def markdown(loaded: Loaded, tables: dict, net: Network | None, target, command:
                        + timing_render.floor_table(tables["timing"])
                        + timing_render.seed_floor_table(tables.get("timing_floor_seeds"))
                        + timing_render.change_table(tables.get("timing_rule_change")))
-            continue
-        apart = False
-        for dataset, part in _by_dataset(et):
-            ms = sorted(set(part.workers))
-            rows = []
-            for label in dict.fromkeys(part.method):
-                row = [label]
-                for w in ms:
-                    hit = part[(part.method == label) & (part.workers == w)]
-                    mark = " †" if not prefix and len(hit) and _apart(hit) else ""
-                    apart |= bool(mark)
-                    row += ([cell(hit[f"{prefix}epoch_ms"].iloc[0], ".1f"),
-                             times(hit[f"{prefix}speedup_vs_exact"].iloc[0]) + mark]
-                            if len(hit) else ["", ""])
-                rows.append(row)
-            out.append(f"\n### {dataset}: {title}\n\n")
-            out.append(md_table(["method", *[h for w in ms for h in (f"M={w} ms", f"M={w} speedup")]], rows))
-        if apart:
-            out.append(f"\n{APART_NOTE}\n")
-    tta = tables["time_to_accuracy"]
-    out.append(f"\n## 3. Time to accuracy (targets {_targets(target)} x exact's best val) and "
-               "speedup over exact\n")
+        else:
+            out.append(epoch_tables(tables["epoch_time"], prefix, title))
+    return "".join(out)
+
+
+def epoch_tables(et: pd.DataFrame, prefix: str, title: str) -> str:
+    """Per dataset: a row per method, per M its ``prefix`` epoch ms and speedup (a † where the
+    method and exact ran at different commits)."""
+    out, apart = [], False
+    for dataset, part in _by_dataset(et):
+        ms = sorted(set(part.workers))
+        rows = []
+        for label in dict.fromkeys(part.method):
+            row = [label]
+            for w in ms:
+                hit = part[(part.method == label) & (part.workers == w)]
+                mark = " †" if not prefix and len(hit) and _apart(hit) else ""
+                apart |= bool(mark)
+                row += ([cell(hit[f"{prefix}epoch_ms"].iloc[0], ".1f"),
+                         times(hit[f"{prefix}speedup_vs_exact"].iloc[0]) + mark]
+                        if len(hit) else ["", ""])
+            rows.append(row)
+        out.append(f"\n### {dataset}: {title}\n\n")
+        out.append(md_table(["method", *[h for w in ms for h in (f"M={w} ms", f"M={w} speedup")]], rows))
+    if apart:
+        out.append(f"\n{APART_NOTE}\n")
+    return "".join(out)
+
+
+def tta_section(loaded: Loaded, tables: dict, net: Network | None, target, once: bool) -> str:
+    """Section 3: time to accuracy at each target and its speedup over exact, measured (the
+    timing protocol's paired tables where the suite ran it), then modeled."""
+    tta, kind = tables["time_to_accuracy"], time_kind(loaded)
+    out = [f"\n## 3. Time to accuracy (targets {_targets(target)} x exact's best val) and "
+           "speedup over exact\n"]
     if once:  # no curve to read a time to accuracy from
         out.append(f"\n{EVALUATED_ONCE}\n")
     elif tta.empty:
@@ -181,24 +205,18 @@ def markdown(loaded: Loaded, tables: dict, net: Network | None, target, command:
                                     part.target, part.method, part.workers,
                                     part[f"{net.column} time_s"],
                                     part[f"{net.column} speedup_vs_exact"])]))
-    b = tables["bytes"]
+    return "".join(out)
+
+
+def bytes_section(b: pd.DataFrame) -> str:
+    """Section 4: bytes sent per epoch by category."""
     cols = [c for c in b.columns if c.endswith("MiB")]
-    out.append("\n## 4. Bytes sent per epoch by category (MiB, all workers, mean over epochs and seeds)\n")
+    out = ["\n## 4. Bytes sent per epoch by category (MiB, all workers, mean over epochs and seeds)\n"]
     for dataset, part in _by_dataset(b):
         out.append(f"\n### {dataset}\n\n")
         out.append(md_table(["method", "M", *cols],
                             [[r["method"], r["workers"], *(cell(r[c], ".3f") for c in cols)]
                              for _, r in part.iterrows()]))
-    if "method_state" in tables:
-        out.append(state_section(tables["method_state"]))
-    if "straggler" in tables:
-        out.append(straggler_section(tables["straggler"]))
-    number = 6 if "straggler" in tables else 5
-    if "pareto" in tables:
-        out.append(pareto_section(tables["pareto"], number))
-        number += 1
-    if "cluster_epoch_time" in tables:
-        out.append(cluster_markdown(tables, loaded, number))
     return "".join(out)
 
 

@@ -8,11 +8,11 @@ import math
 
 import pandas as pd
 
-from . import rule_change
-from .suites.load import Loaded
-from .render import cell, md_table
-from .timing import (AA_BAND, LEVEL, NO_DIFFERENCE, REPLICATES, VERDICT_WORDS, Interval,
-                     every_round, half_width_pct, noisy)
+from ..analysis import rule_change
+from ..analysis.timing import (AA_BAND, LEVEL, NO_DIFFERENCE, REPLICATES, VERDICT_WORDS, Interval,
+                               every_round, half_width_pct, noisy)
+from ..suites.load import Loaded
+from .markdown import cell, md_table
 
 
 def _nan(v) -> bool:

@@ -20,7 +20,7 @@ import pandas as pd
 from digest.data.registry import parse_spec
 from digest.data.synthetic import drawn_options
 
-from .suite import WARMUP, Run, expand, labels, load_suite
+from .suite import WARMUP, Run, Suite, expand, labels
 
 
 @dataclass
@@ -99,10 +99,12 @@ def graph_changed(run: Run, summary: dict) -> str:
                      if k in recorded and recorded[k] != v)
 
 
-def load(root: str | Path, suite: str | None = None) -> Loaded:
+def load(root: str | Path, suite: Suite | None = None) -> Loaded:
+    """The complete runs under ``root``: exactly ``suite``'s (see the module doc), or, without a
+    suite, every complete run there."""
     root = Path(root)
     if suite is not None:
-        s = load_suite(suite)
+        s = suite
         records, missing, runs = [], [], expand(s)
         plan = _json(root / f"plan_{s.name}.json") or {}
         if "runs" in plan:  # what the runner planned: runs of skipped datasets / methods left out

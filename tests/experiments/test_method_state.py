@@ -6,7 +6,9 @@ import json
 
 import pandas as pd
 
-from experiments import method_state, report, tables
+from experiments import tables
+from experiments.analysis import method_state, tables as frames
+from experiments.render import method_state as state_render, report
 from experiments.suites.load import load
 from fake_runs import write_run
 
@@ -45,9 +47,9 @@ def test_state_is_the_method_columns_mean_over_epochs_then_seeds(tmp_path):
     assert t.loc["digest", "state"] == \
         "store_syncs total 2; stale_err_l1 0.4; stale_err_l1 2nd half 0.2"
     assert t.loc["digest", "peak_mem_mb"] != t.loc["digest", "peak_mem_mb"]  # none recorded: NaN
-    md = method_state.section(method_state.table(load(root)))
+    md = state_render.section(method_state.table(load(root)))
     assert "| sancus | 2 | 2 | 120 | sent_fraction 0.65; staleness_repr 0.5 |" in md
     assert "| exact | 2 | 1 | 100 | – |" in md and "| digest | 2 | 1 | n/a |" in md
-    built = tables.build(load(root))
+    built = frames.build(load(root))
     assert "method_state" in built and "method state" in report.markdown(
         load(root), built, None, 0.98, "x")

@@ -10,7 +10,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from experiments import pareto, pareto_render, plots, recompute, report, tables
+from experiments import plots, recompute, tables
+from experiments.analysis import pareto, tables as frames
+from experiments.render import pareto as pareto_render, report
 from experiments.suites.load import load
 from fake_runs import fake_suite, recompute_args as args, write_run
 
@@ -191,7 +193,7 @@ def test_markdown_section_and_the_reading(runs, tmp_path):
     assert list(csv.columns) == pareto.COLUMNS
     assert len(csv) == 4 * csv.groupby("axis").budget.nunique().sum() == 4 * 16  # 8 budgets each
     assert "## 5. Pareto" in (tmp_path / "t" / "tables.md").read_text()
-    assert "## 5. Pareto" in report.markdown(load(runs), tables.build(load(runs)), None, 0.98, "x")
+    assert "## 5. Pareto" in report.markdown(load(runs), frames.build(load(runs)), None, 0.98, "x")
 
 
 def test_plot_and_its_curves_match_the_table_rule(runs, tmp_path):

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
-from experiments import periods
+from experiments.analysis import periods
 
 
 @pytest.mark.parametrize("config, want", [

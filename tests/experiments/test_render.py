@@ -1,4 +1,4 @@
-"""experiments/render.py: one colour and marker per method family in every plot, at most six
+"""experiments/render/figures.py: one colour and marker per method family in every plot, at most six
 methods a panel, small multiples by group; and the plots drawn from hand-made runs keep to it.
 Exact expected values, no training."""
 from __future__ import annotations
@@ -8,10 +8,12 @@ import pandas as pd
 import pytest
 from matplotlib.colors import to_hex
 
-from experiments import cluster, pareto_render, plots, render
+from experiments import plots
+from experiments.render import cluster, figures as render, markdown, pareto as pareto_render
+from experiments.render import plots as render_plots
 from experiments.suites.suite import CONFIGS, labels, load_suite
 from experiments.suites.load import load
-from experiments.render import GROUPS, MAX_SERIES, METHOD_STYLE, Panel, family, panels, style
+from experiments.render.figures import GROUPS, MAX_SERIES, METHOD_STYLE, Panel, family, panels, style
 from fake_runs import write_run
 
 QUICK = ["exact", "partition", "partition-pa5", "digest-I10", "digest-async-I10", "varco-variable",
@@ -96,9 +98,9 @@ def test_every_suite_fits_in_panels_of_six_distinct_methods(name):
 
 
 def test_markdown_cells():
-    assert [render.cell(x) for x in ("s", None, float("nan"), 1.23456)] == ["s", "n/a", "n/a", "1.235"]
-    assert [render.times(x) for x in (2, "not reached", None)] == ["2.00x", "not reached", "n/a"]
-    assert render.md_table(["a", "b"], [[1, 2]]) == "| a | b |\n|---|---|\n| 1 | 2 |\n"
+    assert [markdown.cell(x) for x in ("s", None, float("nan"), 1.23456)] == ["s", "n/a", "n/a", "1.235"]
+    assert [markdown.times(x) for x in (2, "not reached", None)] == ["2.00x", "not reached", "n/a"]
+    assert markdown.md_table(["a", "b"], [[1, 2]]) == "| a | b |\n|---|---|\n| 1 | 2 |\n"
     assert render.markevery(40, 2, 4) == (2, 5) and render.markevery(3, 0, 1) == (0, 1)
 
 
@@ -125,7 +127,7 @@ def drawn(tmp_path, monkeypatch):
         render.pyplot().close(fig)
         written.append(path)
 
-    for module in (plots, cluster, pareto_render):
+    for module in (render_plots, cluster, pareto_render):
         monkeypatch.setattr(module, "save", keep)
     assert plots.main(["--runs", str(root), "--out", str(tmp_path / "p"), "--network", "10gbit,5us"]) == 0
     return seen

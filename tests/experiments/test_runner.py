@@ -198,14 +198,13 @@ def test_a_graph_drawn_at_a_default_the_generator_did_not_record_is_changed_when
     assert runner.graph_changed(run, summary) == ""
 
 
-def test_a_run_on_a_former_graph_is_missing_from_the_tables_not_averaged(tmp_path, monkeypatch):
+def test_a_run_on_a_former_graph_is_missing_from_the_tables_not_averaged(tmp_path):
     """A seed rerun on the recalibrated graph must not be averaged with seeds still on the old
     one: load() lists the old runs as missing, with what changed."""
     from digest.data.registry import parse_spec
     from experiments.suites import load as load_mod
     spec = "synthetic:nodes=200,signal=0.2"
     suite = suite_from_dict({**SUITE, "datasets": [spec]})
-    monkeypatch.setattr(load_mod, "load_suite", lambda name: suite)
     now, root = parse_spec(spec)[1], tmp_path / "runs"
     for run in expand(suite):
         d = run.directory(root)
@@ -217,7 +216,7 @@ def test_a_run_on_a_former_graph_is_missing_from_the_tables_not_averaged(tmp_pat
             {"hash": run.hash, "dataset": run.dataset, "label": run.label, "seed": run.seed,
              "workers": run.workers}))
         (d / "metrics.csv").write_text("epoch,val_acc\n0,0.5\n")
-    loaded = load_mod.load(root, "t")
+    loaded = load_mod.load(root, suite)
     assert [(r.label, r.seed) for r in loaded.records] == [("exact", 0), ("varco-fixed-8", 0)]
     assert loaded.missing == [f"{spec} {name}_w2_s1 (graph changed: signal 0.5 -> 0.2)"
                               for name in ("exact", "varco-fixed-8")]

@@ -7,7 +7,9 @@ import math
 import pandas as pd
 import pytest
 
-from experiments import costmodel, plots, report, tables
+from experiments import costmodel, plots, tables
+from experiments.analysis import tables as frames
+from experiments.render import figures, report
 from experiments.suites.suite import expand, load_suite
 from experiments.suites.load import load
 from fake_runs import write_run
@@ -29,7 +31,7 @@ def runs(tmp_path):
 
 
 def test_per_epoch_speedup_is_exact_time_over_method_time(runs):
-    et = tables.epoch_time(tables.run_frame(load(runs)))
+    et = frames.epoch_time(frames.run_frame(load(runs)))
     row = et[(et.method == "digest") & (et.workers == 2)].iloc[0]
     assert row.epoch_ms == pytest.approx(50.0) and row.speedup_vs_exact == pytest.approx(2.0)
     assert et[(et.method == "partition")].speedup_vs_exact.iloc[0] == pytest.approx(5.0)
@@ -37,7 +39,7 @@ def test_per_epoch_speedup_is_exact_time_over_method_time(runs):
 
 
 def test_time_to_accuracy_speedup_and_not_reached(runs):
-    tta = tables.time_to_accuracy(load(runs), 0.98)
+    tta = frames.time_to_accuracy(load(runs), 0.98)
     exact = tta[(tta.method == "exact") & (tta.workers == 2)].iloc[0]
     assert exact.target_val == pytest.approx(0.98) and exact.time_s == pytest.approx(0.3)
     digest = tta[tta.method == "digest"].iloc[0]  # both seeds reach 0.99 at epoch 1: 0.1 s
@@ -55,12 +57,12 @@ def test_a_models_rows_are_compared_with_that_models_exact_run(runs):
     write_run(runs, "sage-exact", 2, 0, [0.8, 0.8, 0.8], [0.4, 0.6, 0.8], method="exact")
     write_run(runs, "sage-partition", 2, 0, [0.2, 0.2, 0.2], [0.4, 0.79, 0.9], method="partition")
     write_run(runs, "gat-digest", 2, 0, [0.2, 0.2, 0.2], [0.4, 0.6, 0.9], method="digest")
-    et = tables.epoch_time(tables.run_frame(load(runs))).set_index(["method", "workers"])
+    et = frames.epoch_time(frames.run_frame(load(runs))).set_index(["method", "workers"])
     assert et.loc[("sage-partition", 2), "speedup_vs_exact"] == pytest.approx(4.0)
     assert et.loc[("sage-exact", 2), "speedup_vs_exact"] == 1.0
     assert math.isnan(et.loc[("gat-digest", 2), "speedup_vs_exact"])
     assert et.loc[("digest", 2), "speedup_vs_exact"] == pytest.approx(2.0)  # unchanged
-    tta = tables.time_to_accuracy(load(runs), 0.98)
+    tta = frames.time_to_accuracy(load(runs), 0.98)
     sage = tta[tta.method == "sage-partition"].iloc[0]  # 0.98 x 0.8 = 0.784: reached at epoch 1
     assert sage.target_val == pytest.approx(0.784) and sage.time_s == pytest.approx(0.4)
     assert sage.speedup_vs_exact == pytest.approx(2.4 / 0.4)
@@ -75,16 +77,16 @@ def test_a_models_rows_are_compared_with_that_models_exact_run(runs):
 def test_stricter_targets_and_the_evaluation_spacing(runs, tmp_path):
     """0.99 and 0.995 of exact's best val beside 0.98, and how often the runs
     were evaluated (the granularity of every time to accuracy)."""
-    tta = tables.build(load(runs))["time_to_accuracy"]
-    assert tables.TARGETS == (0.98, 0.99, 0.995)
+    tta = frames.build(load(runs))["time_to_accuracy"]
+    assert frames.TARGETS == (0.98, 0.99, 0.995)
     assert sorted(set(tta.target)) == [0.98, 0.99, 0.995]
     digest = tta[tta.method == "digest"].set_index("target")
     assert digest.loc[0.99, "time_s"] == pytest.approx(0.1)  # both seeds reach 0.99 at epoch 1
     assert digest.loc[0.995, "time_s"] == "not reached" and digest.loc[0.995, "seeds_reached"] == "0/2"
     assert (tta.eval_every == 1).all()
     m = pd.DataFrame({"epoch": range(6), "val_acc": [None, 0.5, None, 0.7, None, 0.8]})
-    assert tables.eval_gap(m) == 2
-    assert tables.eval_gap(m.assign(val_acc=[None, None, None, 0.7, 0.8, 0.9])) == 4
+    assert frames.eval_gap(m) == 2
+    assert frames.eval_gap(m.assign(val_acc=[None, None, None, 0.7, 0.8, 0.9])) == 4
     assert tables.main(["--runs", str(runs), "--out", str(tmp_path / "t")]) == 0
     csv = pd.read_csv(tmp_path / "t" / "time_to_accuracy.csv")
     assert {"target", "eval_every"} <= set(csv.columns) and len(csv) == 4 * 3  # exact at M=1 and 2, 2 more at 2
@@ -112,9 +114,9 @@ def test_suites_with_time_to_accuracy_evaluate_every_epoch():
 
 
 def test_mean_std_over_seeds(runs):
-    assert tables.mean_std([0.9, 1.0]) == "95.00 ± 7.07"
-    assert tables.mean_std([0.9]) == "90.00"
-    acc = tables.accuracy(tables.run_frame(load(runs)))
+    assert frames.mean_std([0.9, 1.0]) == "95.00 ± 7.07"
+    assert frames.mean_std([0.9]) == "90.00"
+    acc = frames.accuracy(frames.run_frame(load(runs)))
     part = acc[acc.method == "partition"].iloc[0]  # test at best val: 0.8 and 1.0
     assert part.seeds == 2 and part.test_mean == pytest.approx(0.9)
     assert part.test_std == pytest.approx(math.sqrt(0.02)) and part.test_at_best_val == "90.00 ± 14.14"
@@ -150,7 +152,7 @@ def test_cost_model_arithmetic():
 
 
 def test_modeled_columns_are_separate_and_labelled(runs):
-    built = tables.build(load(runs), NET)
+    built = frames.build(load(runs), NET)
     assert "straggler" not in built  # only when some run has --slow-workers
     et = built["epoch_time"]
     assert {"epoch_ms", "modeled @10 Gbit/s, 5 us epoch_ms"} <= set(et.columns)
@@ -181,17 +183,17 @@ def test_stale_error_plot_only_for_methods_that_record_it(runs, tmp_path):
 
 
 def test_runs_csv_has_each_runs_own_results(runs):
-    idx = report.runs_index(load(runs)).set_index(["method", "workers", "seed"])
+    idx = frames.runs_index(load(runs)).set_index(["method", "workers", "seed"])
     part = idx.loc[("partition", 2, 1)]  # fixture: test 1.0 at its best val 0.99, 0.02 s epochs
     assert (part.best_val, part.test_at_best_val) == (0.99, 1.0)
     assert part.mean_epoch_time == pytest.approx(0.02) and part.command.endswith("--workers 2")
 
 
 def test_legend_says_each_methods_seeds_only_when_they_differ(runs):
-    assert plots.seed_labels(load(runs), "toy", 2, ["exact", "digest"]) == (
+    assert figures.seed_labels(load(runs), "toy", 2, ["exact", "digest"]) == (
         {"exact": "exact", "digest": "digest"}, "mean of 2 seed(s)")
     write_run(runs, "varco", 2, 0, [0.1] * 3, [0.5, 0.9, 1.0])
-    assert plots.seed_labels(load(runs), "toy", 2, ["exact", "varco"]) == (
+    assert figures.seed_labels(load(runs), "toy", 2, ["exact", "varco"]) == (
         {"exact": "exact (2 seeds)", "varco": "varco (1 seed)"}, "mean over each method's seeds")
 
 
@@ -221,7 +223,7 @@ def test_straggler_table_without_exact(tmp_path):
             m = pd.read_csv(d / "metrics.csv")
             m["staleness_repr"] = [0, 1, 2, 3]
             m.to_csv(d / "metrics.csv", index=False)
-    built = tables.build(load(root))
+    built = frames.build(load(root))
     st = built["straggler"].set_index("method")
     assert st.loc["sync", "fast_steps_per_s"] == pytest.approx(10.0)  # 4 epochs / 0.4 s
     assert st.loc["sync", "slow_steps_per_s"] is None or math.isnan(st.loc["sync", "slow_steps_per_s"])
@@ -258,7 +260,7 @@ def sweep(tmp_path):
 
 
 def test_a_sweep_compares_each_method_with_exact_at_the_same_bandwidth(sweep, tmp_path):
-    built = tables.build(load(sweep))
+    built = frames.build(load(sweep))
     et = built["epoch_time"].set_index("method")
     assert et.loc["digest@8mbit", "speedup_vs_exact"] == pytest.approx(6.0)  # 1.2 / 0.2
     assert et.loc["digest@1gbit", "speedup_vs_exact"] == pytest.approx(4.0)

@@ -10,10 +10,11 @@ import pandas as pd
 import pytest
 import yaml
 
-from experiments import contention, timing
+from experiments.analysis import timing
+from experiments.render import contention
 from experiments.suites.suite import expand, load_suite
 from experiments.suites.load import load
-from experiments.timing import NO_DIFFERENCE, Interval, paired_ratio, verdict
+from experiments.analysis.timing import NO_DIFFERENCE, Interval, paired_ratio, verdict
 
 
 def test_identical_series_give_one_with_a_zero_width_interval():
@@ -165,7 +166,7 @@ def suite(tmp_path):
 
 def test_rounds_are_read_apart_from_the_per_seed_tables(suite):
     path, root = suite
-    loaded = load(root, path)
+    loaded = load(root, load_suite(path))
     assert [r.label for r in loaded.records] == ["exact", "exact-aa", "partition", "digest-I4"]
     assert {r.round for r in loaded.records} == {0} and {r.round for r in loaded.later} == {1, 2}
     assert loaded.warmup == 2 and loaded.expected == 12 and timing.applies(loaded)
@@ -173,7 +174,7 @@ def test_rounds_are_read_apart_from_the_per_seed_tables(suite):
 
 def test_the_hand_made_suite_s_speedups(suite):
     path, root = suite
-    t = timing.epoch_speedups(load(root, path)).set_index("method")
+    t = timing.epoch_speedups(load(root, load_suite(path))).set_index("method")
     assert list(t.index) == ["exact", "exact-aa", "partition", "digest-I4"]
     assert set(t["pairs"]) == {0, 3} and set(t["warmup"]) == {2}
     assert t.loc["exact", "timed_epochs"] == "4" and t.loc["digest-I4", "timed_epochs"] == "4 (1 x 4)"
@@ -194,7 +195,7 @@ def test_the_hand_made_suite_s_speedups(suite):
 
 def test_the_hand_made_suite_s_time_to_accuracy(suite):
     path, root = suite
-    t = timing.tta_speedups(load(root, path), (0.9,)).set_index("method")
+    t = timing.tta_speedups(load(root, load_suite(path)), (0.9,)).set_index("method")
     # target 0.9 x 0.95 = 0.855: epoch 4 (val 0.9); warm-up counted, evaluation left out
     e = t.loc["exact"]
     assert e.target_val == pytest.approx(0.855) and e.reached == "3/3"
@@ -212,13 +213,13 @@ def test_a_suite_without_rounds_or_a_a_gets_no_timing_tables(tmp_path):
     vals = [0.1, 0.2, 0.5, 0.8, 0.9, 0.95]
     for run in expand(load_suite(str(path))):
         write(tmp_path / "runs", run, times(run.label, 0), vals)
-    loaded = load(tmp_path / "runs", str(path))
+    loaded = load(tmp_path / "runs", load_suite(path))
     assert not loaded.later and not timing.applies(loaded) and timing.build(loaded, (0.98,)) == {}
 
 
 def test_contention_line_says_cores_pinning_and_quota(suite):
     path, root = suite
-    assert contention.contention(load(root, path)) == [
+    assert contention.contention(load(root, load_suite(path))) == [
         "Contention: 4 worker(s) shared 2 core(s), pinned (worker w on core w mod C), no CPU "
         "quota (not emulated) (12 runs)"]
     emulated = {"emulation": {"cpu_quota": "0.5 cores per worker (2 cores / 4 workers, cgroup v2)"}}
@@ -232,7 +233,7 @@ def test_tables_md_prints_paired_speedups_beside_the_noise_floor(suite, tmp_path
     from experiments import tables
     path, root = suite
     out = tmp_path / "out"
-    written = tables.write(load(root, path), out, None, (0.9,), "cmd")
+    written = tables.write(load(root, load_suite(path)), out, None, (0.9,), "cmd")
     assert {"timing.csv", "timing_tta.csv"} <= set(written)
     md = (out / "tables.md").read_text()
     assert "| exact | 183.3 | 1.00x (reference) | 3 (1 seed(s) x 3 round(s)) |" in md
@@ -241,15 +242,15 @@ def test_tables_md_prints_paired_speedups_beside_the_noise_floor(suite, tmp_path
     assert "| exact-aa | 184.3 | 1.00x [0.98, 1.02] (A/A: noise floor) |" in md
     assert "1 of 1 point(s) pass" in md
     assert "Warm-up: the first 2 epoch(s) of each run (of 6) are left out" in md
-    aa = timing.epoch_speedups(load(root, path)).set_index("method").loc["exact-aa"]
+    aa = timing.epoch_speedups(load(root, load_suite(path))).set_index("method").loc["exact-aa"]
     half = 50 * (aa.speedup_hi - aa.speedup_lo)  # the noise floor's half-width, in percent
     assert 0 < half < 5 and "### The noise floor at each point" in md
     assert (f"| synthetic | exact-aa | 4 | 1.00x | [{aa.speedup_lo:.2f}, {aa.speedup_hi:.2f}] | "
             f"{half:.1f}% | ok |") in md
     assert "Contention: 4 worker(s) shared 2 core(s), pinned" in md
     assert "Runs: 12 complete of 12" in md
-    from experiments import runlog  # its count too: every round's runs, not round 0's 4
-    assert "Runs: 12 complete of 12 planned" in runlog.render(path, root, None, out, "cmd")
+    from experiments.render import runlog  # its count too: every round's runs, not round 0's 4
+    assert "Runs: 12 complete of 12 planned" in runlog.render(load_suite(path), root, None, out, "cmd")
     runs = pd.read_csv(out / "runs.csv")
     assert len(runs) == 12 and sorted(set(runs["round"])) == [0, 1, 2]
     acc = pd.read_csv(out / "accuracy.csv")  # the per-seed tables: round 0, one run per seed
@@ -257,13 +258,14 @@ def test_tables_md_prints_paired_speedups_beside_the_noise_floor(suite, tmp_path
 
 
 def test_a_speed_suite_evaluated_once_gets_speedups_but_no_time_to_accuracy(tmp_path):
-    from experiments import report, tables
+    from experiments import tables
+    from experiments.render import report
     path = tmp_path / "speed.yaml"
     path.write_text(yaml.safe_dump({**SUITE, "name": "speed"}))
     once = [float("nan")] * 5 + [0.9]  # evaluated at the last epoch only
     for run in expand(load_suite(str(path))):
         write(tmp_path / "runs", run, times(run.label, run.round), once)
-    loaded = load(tmp_path / "runs", str(path))
+    loaded = load(tmp_path / "runs", load_suite(path))
     assert timing.evaluated_once(loaded)
     assert set(timing.build(loaded, (0.98,))) == {"timing", "timing_rule_change"}
     tables.write(loaded, tmp_path / "out", None, (0.98,), "cmd")
@@ -282,7 +284,7 @@ def test_the_a_a_floor_at_each_seed_apart(tmp_path):
     for run in expand(load_suite(str(path))):
         label = "exact" if run.label == "exact-aa" and run.seed == 1 else run.label
         write(tmp_path / "runs", run, times(label, run.round), vals)
-    loaded = load(tmp_path / "runs", str(path))
+    loaded = load(tmp_path / "runs", load_suite(path))
     seeds = timing.seed_floors(loaded).set_index("seed")
     assert list(seeds.index) == [0, 1] and set(seeds["method"]) == {"exact-aa"}
     assert set(seeds["pairs"]) == {3}
@@ -301,16 +303,16 @@ def test_the_a_a_floor_at_each_seed_apart(tmp_path):
 
 def test_one_seed_gets_no_per_seed_floor(suite):
     path, root = suite
-    loaded = load(root, path)
+    loaded = load(root, load_suite(path))
     assert timing.seed_floors(loaded).empty and "timing_floor_seeds" not in timing.build(loaded, (0.9,))
 
 
 def test_the_rule_change_table_shows_the_former_median_rule_beside_today_s(suite):
     """digest-I4's median epoch is its cheap one (0.03 s): the former rule read 3.33x where the
     mean over its whole period gives 2x; the A/A and partition rows barely move."""
-    from experiments import rule_change
+    from experiments.analysis import rule_change
     path, root = suite
-    built = timing.build(load(root, path), (0.9,))
+    built = timing.build(load(root, load_suite(path)), (0.9,))
     change = built["timing_rule_change"].set_index("method")
     assert list(change.index) == ["partition", "digest-I4"]
     d = change.loc["digest-I4"]

@@ -10,7 +10,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from experiments import verdict, verdict_render
+from experiments.analysis import verdict
+from experiments.render import verdict as verdict_render
 from experiments.suites.load import Loaded, RunRecord
 
 
