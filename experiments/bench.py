@@ -48,7 +48,7 @@ from pathlib import Path
 from .costmodel import modeled_epoch_times, parse_network
 from .perf_report import TARGETS, render
 from .reference import plain_step_fn
-from .runner import REPO, cli_run, root_flags
+from .running.launch import REPO, cli_run, root_flags
 from .scale import SCALE_SPEC, scale_run
 
 NETWORK = "10gbit,5us"

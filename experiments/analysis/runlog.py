@@ -5,7 +5,7 @@ experiments/render/runlog.py writes from this and ``python -m experiments.pages`
 For each run folder under the suite's runs/ (run.json, summary.json): the git commit of the code
 that ran it, its start (run.json) and end (start + run.json's wall seconds), its training time
 (summary.json), the 1-minute load average sampled beside it (results/loadavg_<suite>.csv, read
-with experiments/loadavg.py), the machine, how many workers shared its cores, and the versions.
+with experiments/running/loadavg.py), the machine, how many workers shared its cores, and the versions.
 Runs are grouped into sittings (consecutive runs at one commit, no gap over an hour), and what
 the files show as irregular is listed: runs started after runs their plan puts after them (a
 re-run, or a later part run with --seeds), several commits, a summary that differs from its
@@ -24,7 +24,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from ..loadavg import samples as read_samples
+from ..running.loadavg import samples as read_samples
 from ..suites.load import Loaded, graph_changed, load
 from ..suites.suite import Suite, expand
 

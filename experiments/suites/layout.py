@@ -10,6 +10,7 @@ from .suite import CONFIGS
 
 RESULTS = Path("results")
 ALIASES = {"full": "repro"}  # repro is a subset of full: same runs, same folders
+REPO = CONFIGS.parents[1]
 
 
 def folders(suite_name: str) -> tuple[str, str, str]:
@@ -26,7 +27,7 @@ def runs_folder(suite_name: str) -> Path:
 
 
 def loadavg_path(suite_name: str) -> Path:
-    """The suite's committed load-average samples (experiments/loadavg.py): results/loadavg_<suite>.csv."""
+    """The suite's committed load-average samples (experiments/running/loadavg.py): results/loadavg_<suite>.csv."""
     return RESULTS / f"loadavg_{suite_name}.csv"
 
 
@@ -48,3 +49,13 @@ def committed_suites(root: Path = Path(".")) -> list[str]:
     names = sorted({ALIASES.get(p.stem, p.stem) for p in CONFIGS.glob("*.yaml")},
                    key=lambda n: (n != "repro", n))
     return [n for n in names if any((root / runs_folder(n)).glob("*/*/run.json"))]
+
+
+def load_file(runs: Path, suite_name: str) -> Path:
+    """Where the runner samples the machine's load beside a suite's runs: the committed samples
+    (``loadavg_path``) when ``runs`` is the suite's committed runs folder, else
+    loadavg_<suite>.csv beside the runs folder (a user's runs/<suite>/, say)."""
+    name = ALIASES.get(suite_name, suite_name)
+    if Path(runs).resolve() == (REPO / runs_folder(name)).resolve():
+        return REPO / loadavg_path(name)
+    return Path(runs).parent / f"loadavg_{name}.csv"

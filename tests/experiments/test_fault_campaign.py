@@ -1,4 +1,4 @@
-"""The fault campaign's parts (experiments/fault_campaign.py, experiments/faults.py) on hand-made
+"""The fault campaign's parts (experiments/fault_campaign.py, experiments/running/campaign.py, experiments/running/faults.py) on hand-made
 files and a bare interpreter; the campaign itself is a committed run (results/reliability.md), too
 long for the tests."""
 from __future__ import annotations
@@ -13,14 +13,15 @@ import pytest
 import torch
 
 from digest.training import checkpoint
-from experiments import fault_campaign as fc
+from experiments.render.reliability import report
+from experiments.running import campaign as fc
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
 def _inject(fault: str | None, calls: str) -> subprocess.CompletedProcess:
     env = {"PYTHONPATH": str(ROOT), **({"DIGEST_FAULT": fault} if fault else {})}
-    code = f"import time\nfrom experiments.faults import inject\n{calls}\nprint('survived')"
+    code = f"import time\nfrom experiments.running.faults import inject\n{calls}\nprint('survived')"
     return subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
                           timeout=60)
 
@@ -110,7 +111,7 @@ def test_report_counts_each_check_per_method_and_lists_failures():
     for key in ("checkpoint_epoch", "damaged_refused", "resume_rc", "namespaces_left",
                 "temp_left"):
         missed.pop(key)
-    text = fc.report([GOOD, missed, {**GOOD, "method": "digest"}], "python -m x", 60.0)
+    text = report([GOOD, missed, {**GOOD, "method": "digest"}], "python -m x", 60.0)
     table = {line.split(" | ")[0]: line.split(" | ")[1:] for line in text.splitlines()
              if line.startswith("| ") and "---" not in line}
     assert table["| exact"][:3] == ["2", "1", "1"]  # trials, faults hit, one-line error

@@ -6,6 +6,7 @@ import json
 import pytest
 
 from experiments import runner
+from experiments.running import suite_runs
 from experiments.suites.suite import (config_hash, expand, labels, load_suite, suite_from_dict, to_argv)
 
 
@@ -97,20 +98,20 @@ def fake_launcher(calls, fail=()):
 
 
 def test_resume_skips_complete_same_hash_reruns_otherwise(tmp_path, monkeypatch, capsys):
-    monkeypatch.setattr(runner, "unavailable_datasets", lambda names: {})
+    monkeypatch.setattr(suite_runs, "unavailable_datasets", lambda names: {})
     suite, root, calls = suite_from_dict(SUITE), tmp_path / "runs", []
     methods = {"exact"}  # varco "not registered": skipped with a note
-    counts = runner.run_suite(suite, root, methods, fake_launcher(calls))
+    counts = suite_runs.run_suite(suite, root, methods, fake_launcher(calls))
     assert calls == ["exact_w2_s0", "exact_w2_s1"] and counts["ran"] == 2
     assert "skipping varco-fixed-8" in capsys.readouterr().out
     calls.clear()
-    assert runner.run_suite(suite, root, methods, fake_launcher(calls))["skipped"] == 2 and calls == []
+    assert suite_runs.run_suite(suite, root, methods, fake_launcher(calls))["skipped"] == 2 and calls == []
     (root / "synthetic" / "exact_w2_s1" / "summary.json").unlink()  # incomplete: rerun
-    runner.run_suite(suite, root, methods, fake_launcher(calls))
+    suite_runs.run_suite(suite, root, methods, fake_launcher(calls))
     assert calls == ["exact_w2_s1"]
     calls.clear()  # a different config hash (epochs changed): both rerun, old results cleared
     changed = suite_from_dict({**SUITE, "epochs": 5})
-    counts = runner.run_suite(changed, root, methods, fake_launcher(calls, fail={"exact_w2_s0"}))
+    counts = suite_runs.run_suite(changed, root, methods, fake_launcher(calls, fail={"exact_w2_s0"}))
     assert calls == ["exact_w2_s0", "exact_w2_s1"] and counts["failed"] == ["exact_w2_s0"]
     assert "FAILED synthetic exact_w2_s0: error: boom" in capsys.readouterr().out
     record = json.loads((root / "synthetic" / "exact_w2_s0" / "run.json").read_text())
@@ -119,14 +120,14 @@ def test_resume_skips_complete_same_hash_reruns_otherwise(tmp_path, monkeypatch,
 
 
 def test_seeds_run_a_suite_in_parts_and_unknown_seeds_are_refused(tmp_path, monkeypatch):
-    monkeypatch.setattr(runner, "unavailable_datasets", lambda names: {})
+    monkeypatch.setattr(suite_runs, "unavailable_datasets", lambda names: {})
     suite, root, calls = suite_from_dict(SUITE), tmp_path / "runs", []
-    runner.run_suite(suite, root, {"exact"}, fake_launcher(calls), seeds={1})
+    suite_runs.run_suite(suite, root, {"exact"}, fake_launcher(calls), seeds={1})
     assert calls == ["exact_w2_s1"]
     plan = json.loads((root / "plan_t.json").read_text())
     assert plan["seeds"] == [1]  # the sitting's seeds; the plan still names every run
     assert plan["runs"] == ["synthetic/exact_w2_s0", "synthetic/exact_w2_s1"]
-    counts = runner.run_suite(suite, root, {"exact"}, fake_launcher(calls))  # the rest, later
+    counts = suite_runs.run_suite(suite, root, {"exact"}, fake_launcher(calls))  # the rest, later
     assert calls == ["exact_w2_s1", "exact_w2_s0"] and counts["skipped"] == 1
     assert runner.parse_seeds(None, suite) is None and runner.parse_seeds("1,0", suite) == {0, 1}
     with pytest.raises(ValueError, match="runs seeds 0, 1; --seeds 0,5 names others"):
@@ -141,15 +142,15 @@ def test_the_runners_skip_by_hash_is_unchanged_by_the_clis_refusal(tmp_path, mon
     (tests/cli/test_cli.py), but the runner clears the folder of a run whose config hash changed
     before it starts it: with the real launcher (`python -m digest train` in a new interpreter),
     a complete run of the same hash is skipped, a changed one reruns into the same folder."""
-    monkeypatch.setattr(runner, "unavailable_datasets", lambda names: {})
+    monkeypatch.setattr(suite_runs, "unavailable_datasets", lambda names: {})
     monkeypatch.setenv("DIGEST_DATA", str(tmp_path / "data"))
     base = {"name": "t", "datasets": ["synthetic:nodes=200"], "workers": [1], "seeds": [0],
             "epochs": 2, "model": {"hidden": 8}, "methods": [{"label": "exact", "method": "exact"}]}
     root = tmp_path / "runs"
-    assert runner.run_suite(suite_from_dict(base), root, {"exact"})["ran"] == 1
-    assert runner.run_suite(suite_from_dict(base), root, {"exact"})["skipped"] == 1
+    assert suite_runs.run_suite(suite_from_dict(base), root, {"exact"})["ran"] == 1
+    assert suite_runs.run_suite(suite_from_dict(base), root, {"exact"})["skipped"] == 1
     changed = suite_from_dict({**base, "epochs": 3})
-    counts = runner.run_suite(changed, root, {"exact"})
+    counts = suite_runs.run_suite(changed, root, {"exact"})
     assert counts["ran"] == 1 and counts["failed"] == [], counts
     folder = expand(changed)[0].directory(root)
     assert json.loads((folder / "summary.json").read_text())["epochs"] == 3
@@ -161,7 +162,7 @@ def test_a_run_of_a_recalibrated_preset_reruns(tmp_path, monkeypatch, capsys):
     recorded other generator options than the spec resolves to now (a preset recalibrated since)
     is not complete; one that recorded the same options is."""
     from digest.data.registry import parse_spec
-    monkeypatch.setattr(runner, "unavailable_datasets", lambda names: {})
+    monkeypatch.setattr(suite_runs, "unavailable_datasets", lambda names: {})
     spec = "synthetic:nodes=200,signal=0.2"
     suite = suite_from_dict({**SUITE, "datasets": [spec], "seeds": [0]})
     root, calls, now = tmp_path / "runs", [], parse_spec(spec)[1]
@@ -171,17 +172,17 @@ def test_a_run_of_a_recalibrated_preset_reruns(tmp_path, monkeypatch, capsys):
         (directory / "summary.json").write_text(json.dumps(
             {"status": "complete", "dataset": {"meta": {"options": {**now, "seed": 0}}}}))
         return 0
-    assert runner.run_suite(suite, root, {"exact"}, launch)["ran"] == 1
-    assert runner.run_suite(suite, root, {"exact"}, launch)["skipped"] == 1 and len(calls) == 1
+    assert suite_runs.run_suite(suite, root, {"exact"}, launch)["ran"] == 1
+    assert suite_runs.run_suite(suite, root, {"exact"}, launch)["skipped"] == 1 and len(calls) == 1
     summary = next(root.rglob("summary.json"))
     recorded = json.loads(summary.read_text())
     recorded["dataset"]["meta"]["options"]["signal"] = 0.5  # drawn at a former signal
     summary.write_text(json.dumps(recorded))
     run = expand(suite)[0]
-    assert runner.graph_changed(run, recorded) == f"signal 0.5 -> {now['signal']}"
-    assert runner.run_suite(suite, root, {"exact"}, launch)["ran"] == 1 and len(calls) == 2
+    assert suite_runs.graph_changed(run, recorded) == f"signal 0.5 -> {now['signal']}"
+    assert suite_runs.run_suite(suite, root, {"exact"}, launch)["ran"] == 1 and len(calls) == 2
     assert f"its graph changed since (signal 0.5 -> {now['signal']})" in capsys.readouterr().out
-    assert runner.graph_changed(run, {"dataset": {"name": "Cora"}}) == ""  # nothing recorded
+    assert suite_runs.graph_changed(run, {"dataset": {"name": "Cora"}}) == ""  # nothing recorded
 
 
 def test_a_graph_drawn_at_a_default_the_generator_did_not_record_is_changed_when_the_spec_moves_it():
@@ -193,9 +194,9 @@ def test_a_graph_drawn_at_a_default_the_generator_did_not_record_is_changed_when
     now = parse_spec(spec)[1]
     was = {k: v for k, v in now.items() if k not in ("split", "aligned")}
     summary = {"dataset": {"meta": {"options": {**was, "seed": 0}}}}
-    assert runner.graph_changed(run, summary) == "aligned 0.0 -> 0.5, split random -> popularity"
+    assert suite_runs.graph_changed(run, summary) == "aligned 0.0 -> 0.5, split random -> popularity"
     summary["dataset"]["meta"]["options"].update(split="popularity", aligned=0.5)
-    assert runner.graph_changed(run, summary) == ""
+    assert suite_runs.graph_changed(run, summary) == ""
 
 
 def test_a_run_on_a_former_graph_is_missing_from_the_tables_not_averaged(tmp_path):

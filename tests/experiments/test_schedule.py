@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from experiments import runner
+from experiments.running import suite_runs
 from experiments.suites.suite import config_hash, expand, is_aa, labels, load_suite, suite_from_dict
 from experiments.suites.schedule import interleave, order
 
@@ -117,7 +118,7 @@ def test_protocol_settings_are_checked():
 
 
 def test_the_runner_starts_runs_interleaved_and_records_round_and_start(tmp_path, monkeypatch):
-    monkeypatch.setattr(runner, "unavailable_datasets", lambda names: {})
+    monkeypatch.setattr(suite_runs, "unavailable_datasets", lambda names: {})
     calls = []
 
     def launch(run, directory):
@@ -126,7 +127,7 @@ def test_the_runner_starts_runs_interleaved_and_records_round_and_start(tmp_path
         return 0
 
     suite = suite_from_dict(SUITE)
-    counts = runner.run_suite(suite, tmp_path, {"exact", "partition"}, launch)
+    counts = suite_runs.run_suite(suite, tmp_path, {"exact", "partition"}, launch)
     assert counts["ran"] == 18 and calls == names(interleave(expand(suite)))
     plan = json.loads((tmp_path / "plan_t.json").read_text())
     assert plan["runs"] == [f"synthetic/{n}" for n in calls]
@@ -135,5 +136,5 @@ def test_the_runner_starts_runs_interleaved_and_records_round_and_start(tmp_path
     assert record["position"] in (0, 1, 2)
     assert record["started"] and record["hash"] == config_hash({**record["flags"], "round": 2})
     calls.clear()  # complete with the same hashes: nothing reruns
-    assert runner.run_suite(suite, tmp_path, {"exact", "partition"}, launch)["skipped"] == 18
+    assert suite_runs.run_suite(suite, tmp_path, {"exact", "partition"}, launch)["skipped"] == 18
     assert calls == []

@@ -1,5 +1,5 @@
-"""The fault the campaign (experiments/fault_campaign.py) injects, as the trainer's epoch hook
-``DIGEST_EPOCH_HOOK=experiments.faults:inject``: at the start of step ``epoch`` or later on rank
+"""The fault the campaign (experiments/running/campaign.py) injects, as the trainer's epoch hook
+``DIGEST_EPOCH_HOOK=experiments.running.faults:inject``: at the start of step ``epoch`` or later on rank
 ``rank``, once a checkpoint is committed, a timer SIGKILLs that process a random fraction of the
 previous step's duration later, so the kill lands anywhere inside a step (a collective, an
 evaluation, a checkpoint being written). Inert unless ``DIGEST_FAULT`` is set. It imports nothing

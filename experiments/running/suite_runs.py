@@ -1,0 +1,146 @@
+"""A suite run, resumably (``python -m experiments.runner`` runs it).
+
+Each run is a subprocess ``python -m digest train <flags> --out <dir> --no-progress``
+(``launch.launch``), its stdout/stderr in ``<dir>/log.txt``. A run whose ``summary.json`` says
+complete and whose ``run.json`` holds the same config hash is skipped, so an interrupted suite
+resumes and loses nothing finished; any other existing directory is cleared and rerun. A failed
+run is reported in one line and the suite goes on. Runs start interleaved
+(experiments/suites/schedule.py); run.json records each run's round, position and start time.
+Methods not registered and datasets not available are skipped with the reason printed, and
+written to the plan (plan_<suite>.json).
+"""
+from __future__ import annotations
+
+import json
+import shutil
+import time
+from pathlib import Path
+
+from tqdm import tqdm
+
+from digest.training.metrics import write_json
+
+from ..suites.load import graph_changed
+from ..suites.schedule import interleave
+from ..suites.suite import Run, Suite, expand
+from .launch import launch, registered_methods
+
+
+def unavailable_datasets(names) -> dict[str, str]:
+    """{dataset: why it is skipped} for datasets the data root (or shared mirror) lacks."""
+    from digest.data import list_datasets
+    known = {r["name"].lower(): r for r in list_datasets()}
+    why = {}
+    for name in names:
+        r = known.get(name.split(":")[0].lower())
+        if r is None:
+            why[name] = "not a registered dataset (see `python -m digest datasets`)"
+        elif not r["available"]:
+            why[name] = f"files missing in {r['where']} (fetch from {r['url']})"
+    return why
+
+
+def read_json(path: Path) -> dict | None:
+    try:
+        return json.loads(path.read_text())
+    except (OSError, ValueError):
+        return None
+
+
+def is_complete(run: Run, directory: Path, summary: dict | None) -> bool:
+    """A complete run of this config hash on the graph its spec gives now (``summary``: the
+    directory's summary.json)."""
+    record = read_json(directory / "run.json")
+    return bool(summary and summary.get("status") == "complete" and record
+                and record.get("hash") == run.hash and not graph_changed(run, summary))
+
+
+def log_tail(directory: Path, lines: int = 1) -> str:
+    try:
+        text = [x for x in (directory / "log.txt").read_text().splitlines() if x.strip()]
+    except OSError:
+        return "(no log)"
+    return " | ".join(text[-lines:]) or "(empty log)"
+
+
+def execute(run: Run, directory: Path, launcher=launch) -> bool:
+    """Clear the directory, run, record the outcome in run.json; True when complete."""
+    if directory.exists():
+        shutil.rmtree(directory)
+    directory.mkdir(parents=True)
+    record = {"label": run.label, "dataset": run.dataset, "method": run.spec.method,
+              "workers": run.workers, "seed": run.seed, "round": run.round,
+              "position": run.position, "flags": run.flags,
+              "hash": run.hash,
+              "argv": ["python", *run.argv(directory)], "status": "running",
+              "started": time.strftime("%Y-%m-%dT%H:%M:%S")}
+    write_json(directory / "run.json", record)
+    t0 = time.perf_counter()
+    try:
+        rc = launcher(run, directory)
+    except KeyboardInterrupt:
+        write_json(directory / "run.json", {**record, "status": "interrupted"})
+        raise
+    ok = rc == 0 and is_complete_summary(directory)
+    write_json(directory / "run.json", {**record, "status": "complete" if ok else "failed",
+                                        "returncode": rc, "seconds": time.perf_counter() - t0})
+    return ok
+
+
+def is_complete_summary(directory: Path) -> bool:
+    summary = read_json(directory / "summary.json")
+    return bool(summary and summary.get("status") == "complete")
+
+
+def plan(suite: Suite, methods: set[str]) -> tuple[list[Run], list[str]]:
+    """The suite's runs minus those of unregistered methods / unavailable datasets, in the order
+    they start (``schedule.interleave``), and why."""
+    notes = [f"{spec.label}: method {spec.method!r} is not registered (`python -m digest methods` "
+             f"lists {', '.join(sorted(methods))})" for spec in suite.methods if spec.method not in methods]
+    missing = unavailable_datasets(suite.datasets)
+    notes += [f"dataset {name}: {why}" for name, why in missing.items()]
+    return interleave([r for r in expand(suite) if r.spec.method in methods
+                       and r.dataset not in missing]), notes
+
+
+def plan_path(root: Path, suite_name: str) -> Path:
+    return Path(root) / f"plan_{suite_name}.json"
+
+
+def run_suite(suite: Suite, root: Path, methods: set[str] | None = None, launcher=launch,
+              seeds: set[int] | None = None) -> dict:
+    """Run the suite's runs not yet complete; with ``seeds``, only those seeds' runs (a long suite
+    can then be run in sittings: the tables read whatever runs are complete)."""
+    runs, notes = plan(suite, registered_methods() if methods is None else methods)
+    for note in notes:
+        print(f"note: skipping {note}")
+    # the plan names every run of the suite, so that the tables of a sitting restricted to some
+    # seeds still read the runs the other sittings completed
+    write_json(plan_path(root, suite.name), {"suite": suite.name, "skipped": notes,
+                                             "seeds": None if seeds is None else sorted(seeds),
+                                             "runs": [str(r.directory(".")) for r in runs]})
+    if seeds is not None:
+        runs = [r for r in runs if r.seed in seeds]
+    counts = {"ran": 0, "skipped": 0, "failed": []}
+    t0 = time.perf_counter()
+    with tqdm(total=len(runs), desc=f"suite {suite.name}", unit="run", dynamic_ncols=True) as bar:
+        for run in runs:
+            directory = run.directory(root)
+            bar.set_postfix_str(f"{run.dataset} {run.name}")
+            summary = read_json(directory / "summary.json")
+            changed = graph_changed(run, summary or {})
+            if changed:
+                tqdm.write(f"rerun {run.dataset} {run.name}: its graph changed since ({changed})")
+            if is_complete(run, directory, summary):
+                counts["skipped"] += 1
+            elif execute(run, directory, launcher):
+                counts["ran"] += 1
+            else:
+                counts["failed"].append(run.name)
+                tqdm.write(f"FAILED {run.dataset} {run.name}: {log_tail(directory)} "
+                           f"(log: {directory / 'log.txt'})")
+            bar.update()
+    print(f"suite {suite.name}: {len(runs)} runs: {counts['ran']} ran, {counts['skipped']} already "
+          f"complete (skipped), {len(counts['failed'])} failed, in {time.perf_counter() - t0:.0f} s"
+          f" -> {root}")
+    return counts
