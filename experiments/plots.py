@@ -19,7 +19,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from .costmodel import parse_network
+from .analysis.costmodel import parse_network
 from .render.plots import draw
 from .suites.load import load
 from .suites.suite import load_suite

@@ -26,7 +26,7 @@ from pathlib import Path
 
 from . import pages, tables
 from .analysis.tables import TARGETS
-from .costmodel import parse_network
+from .analysis.costmodel import parse_network
 from .render.blocks import MarkerError
 from .render.plots import draw
 from .suites.layout import folders, loadavg_path

@@ -27,7 +27,7 @@ from pathlib import Path
 
 from . import tables
 from .analysis.tables import TARGETS
-from .costmodel import parse_network
+from .analysis.costmodel import parse_network
 from .render.plots import draw
 from .running.loadavg import per_run, samples, sampling
 from .running.suite_runs import run_suite

@@ -22,7 +22,7 @@ import sys
 from pathlib import Path
 
 from .analysis.tables import TARGETS, build
-from .costmodel import Network, parse_network
+from .analysis.costmodel import Network, parse_network
 from .render.report import markdown
 from .suites.load import Loaded, load
 from .suites.suite import load_suite

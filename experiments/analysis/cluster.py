@@ -5,7 +5,7 @@ Times here are EMULATED: wall time with each worker in a network namespace of it
 to a virtual switch shaped to the bandwidth in both directions (tbf, MTU 1500; summary.json's
 "emulation" says how); the workers still share the host's cores. They are labelled
 "emulated @ BANDWIDTH" and never mixed with loopback measurements or modeled times. The cost
-model (experiments/costmodel.py: each worker's CPU seconds + bytes / bandwidth, no latency: none
+model (experiments/analysis/costmodel.py: each worker's CPU seconds + bytes / bandwidth, no latency: none
 is emulated) is set beside the emulated time of the same run, its error in %.
 
     cluster_epoch_time.csv   per dataset, method, M, bandwidth: emulated ms per epoch, speedup
@@ -23,7 +23,7 @@ import math
 
 import pandas as pd
 
-from ..costmodel import Network, modeled_epoch_times
+from .costmodel import Network, modeled_epoch_times
 from ..suites.load import Loaded
 from ..suites.suite import base_label, network_of
 from . import periods
@@ -47,7 +47,7 @@ def _share(record) -> float:
 
 def sweep_frame(loaded: Loaded) -> pd.DataFrame:
     """One row per emulated run: its bandwidth, emulated and modeled ms per epoch (means over
-    its window of whole periods after the warm-up, experiments/periods.py), accuracy."""
+    its window of whole periods after the warm-up, experiments/analysis/periods.py), accuracy."""
     rows = []
     for r in loaded.records:
         e = r.summary.get("emulation")

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from ..costmodel import Network, modeled_epoch_times
+from .costmodel import Network, modeled_epoch_times
 from ..suites.load import Loaded
 from ..suites.suite import exact_for, is_exact
 from . import cluster, method_state, pareto, periods, timing
@@ -25,7 +25,7 @@ CATEGORIES = {"bytes_halo_fwd": "halo fwd", "bytes_halo_bwd": "halo bwd",
 
 def run_frame(loaded: Loaded, net: Network | None = None) -> pd.DataFrame:
     """One row per run: identity, accuracy, per-epoch time (the mean over the run's window of
-    whole periods after the warm-up, experiments/periods.py), mean bytes per epoch by category."""
+    whole periods after the warm-up, experiments/analysis/periods.py), mean bytes per epoch by category."""
     rows = []
     for r in loaded.records:
         m = r.metrics

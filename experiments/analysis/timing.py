@@ -7,7 +7,7 @@ point (dataset, emulated network, M, seed), the methods of a round back to back 
 order (experiments/suites/schedule.py). Here:
 
 - **Per-epoch time** = the mean epoch time over a timed window of whole periods after the warm-up
-  (experiments/periods.py): never a median, which drops the epochs that pay a periodic method's
+  (experiments/analysis/periods.py): never a median, which drops the epochs that pay a periodic method's
   refresh, averaging or re-assignment.
 - **Pairs.** A method's run is paired with its exact run (``config.exact_for``: same network and
   model) at the same dataset, M, seed and round, both timed over the window of the pair's period;
@@ -66,7 +66,7 @@ def _mean(values) -> float:
 
 
 def period(r: RunRecord) -> int | None:
-    """A run's period in epochs (experiments/periods.py), from its recorded config."""
+    """A run's period in epochs (experiments/analysis/periods.py), from its recorded config."""
     return periods.period(r.summary.get("config", {}))
 
 

@@ -44,7 +44,7 @@ def markdown(tables: dict, loaded: Loaded, number: int = 6) -> str:
               "so. " if any(has_quota(r.summary) for r in loaded.records)
               else "no CPU isolation. ") +
            "Speedup over exact = exact's emulated time / the method's, same dataset, M and "
-           "bandwidth. Modeled = experiments/costmodel.py at that bandwidth and zero latency: max "
+           "bandwidth. Modeled = experiments/analysis/costmodel.py at that bandwidth and zero latency: max "
            "over workers of CPU seconds + bytes / bandwidth (a worker with a core of its own); "
            "'cores shared as here': the CPU seconds multiplied by workers per core on this node "
            "(each worker computes at that fraction of a core); error = (modeled - emulated) / "

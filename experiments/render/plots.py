@@ -11,7 +11,7 @@ import pandas as pd
 from ..analysis.cluster import emulated
 from ..analysis.curves import curves, stale_errors
 from ..analysis.tables import CATEGORIES, MiB, bytes_by_category, epoch_time, run_frame
-from ..costmodel import Network
+from ..analysis.costmodel import Network
 from ..suites.load import Loaded
 from ..suites.suite import dataset_slug
 from . import cluster, pareto

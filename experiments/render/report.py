@@ -8,7 +8,7 @@ import json
 import pandas as pd
 
 from ..analysis import timing
-from ..costmodel import Network
+from ..analysis.costmodel import Network
 from ..suites.load import Loaded
 from ..suites.suite import base_label, exact_for
 from . import contention, timing as timing_render

@@ -1,4 +1,4 @@
-"""tables.md's timing protocol (docs/methods.md section 11; the numbers: experiments/timing.py):
+"""tables.md's timing protocol (docs/methods.md section 11; the numbers: experiments/analysis/timing.py):
 the per-epoch times (means over whole periods) and speedups of section 2 and the time-to-accuracy
 speedups of section 3 as medians of paired, same-round ratios with their 95% interval, beside the
 A/A noise floor; each speedup carries the verdict its interval supports."""

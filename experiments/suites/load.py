@@ -7,7 +7,7 @@ the missing ones are listed; without one, every complete run under the root.
 
 Rounds (the timing protocol, docs/methods.md section 11): ``records`` holds round 0's runs (one run
 per seed: what every table but the timing protocol's reads), ``later`` those of rounds 1.. (read by
-experiments/timing.py with ``records``).
+experiments/analysis/timing.py with ``records``).
 """
 from __future__ import annotations
 

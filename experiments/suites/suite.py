@@ -5,7 +5,7 @@ expands to has the exact ``python -m digest train`` flags it passes, a config ha
 canonical JSON) and a stable directory ``<root>/<dataset>/<label>_w<M>_s<seed>``.
 
 Timing protocol (docs/methods.md section 11; experiments/suites/schedule.py orders the runs,
-experiments/timing.py reads them): ``rounds: R`` repeats every run R times (round r > 0: directory
+experiments/analysis/timing.py reads them): ``rounds: R`` repeats every run R times (round r > 0: directory
 ``..._s<seed>_r<r>``, config hash of the flags plus the round; round 0 keeps the name and hash of a
 suite without rounds); ``aa: true`` adds, after every exact label, its A/A twin ``exact-aa`` (the
 same method and flags: the noise floor of the speedups); ``warmup: W`` (default 3) is how many

@@ -1,4 +1,4 @@
-"""experiments/bench.py and experiments/perf_report.py: the report says every ratio, met or not,
+"""experiments/bench.py, experiments/analysis/performance.py and experiments/render/performance.py: the report says every ratio, met or not,
 states no explanation without the measured number that shows it, and the CPU-time cost model reads
 the per-worker columns the trainer writes (the measurements themselves are benchmarks, not tests)."""
 from __future__ import annotations
@@ -9,13 +9,15 @@ from pathlib import Path
 
 import pandas as pd
 
-from experiments import bench, perf_report
-from experiments.costmodel import parse_network
+from experiments.analysis import performance
+from experiments.render import performance as perf_report, scale as scale_render
+from experiments.running import contest
+from experiments.analysis.costmodel import parse_network
 
 
 def _contestants(ours, ref):
-    return {bench.OURS: {"median_s": ours, "peak_mem_mb": 100.0, "times_s": [ours]},
-            bench.PLAIN_SP: {"median_s": ref, "peak_mem_mb": 100.0, "times_s": [ref]}}
+    return {contest.OURS: {"median_s": ours, "peak_mem_mb": 100.0, "times_s": [ours]},
+            contest.PLAIN_SP: {"median_s": ref, "peak_mem_mb": 100.0, "times_s": [ref]}}
 
 
 def _side(t, cpu):
@@ -31,10 +33,10 @@ def test_render_states_every_ratio_met_or_not():
     doc = {"ratios": {
         "date": "d", "command": "python -m experiments.bench", "load_start": "1", "load_end": "1",
         "machine": machine,
-        "photo": {"epochs": 2, "warmup": 1, "ratio": 1.2, "reference": bench.PLAIN_SP,
-                  "contestants": _contestants(1.2, 1.0), "ratios_by_reference": {bench.PLAIN_SP: 1.2}},
-        "physics": {"epochs": 2, "warmup": 1, "ratio": 0.1, "reference": bench.PLAIN_SP,
-                    "contestants": _contestants(0.1, 1.0), "ratios_by_reference": {bench.PLAIN_SP: 0.1}},
+        "photo": {"epochs": 2, "warmup": 1, "ratio": 1.2, "reference": contest.PLAIN_SP,
+                  "contestants": _contestants(1.2, 1.0), "ratios_by_reference": {contest.PLAIN_SP: 1.2}},
+        "physics": {"epochs": 2, "warmup": 1, "ratio": 0.1, "reference": contest.PLAIN_SP,
+                    "contestants": _contestants(0.1, 1.0), "ratios_by_reference": {contest.PLAIN_SP: 0.1}},
         "digest_vs_exact": {"dataset": "Physics", "workers": 4, "network": "10 Gbit/s, 5 us",
                             "exact": _side(1.0, 0.4), "digest": _side(0.9, 0.3),
                             "bytes_ratio": 0.07, "time_ratio": 0.9, "time_ratio_median": 0.9,
@@ -51,14 +53,14 @@ def test_modeled_cpu_uses_cpu_seconds_bytes_and_messages():
     m = pd.DataFrame({"cpu_time_w0": [1.0, 2.0], "bytes_w0": [1e9, 0], "messages_w0": [10, 0],
                       "cpu_time_w1": [0.5, 3.0], "bytes_w1": [0, 0], "messages_w1": [0, 0]})
     # epoch 0: max(1 + 1 + 0.01, 0.5) = 2.01; epoch 1: max(2, 3) = 3
-    assert abs(bench._modeled_cpu(m, net) - (2.01 + 3) / 2) < 1e-9
-    assert bench._modeled_cpu(pd.DataFrame({"x": [1]}), net) is None
+    assert abs(performance.modeled_cpu(m, net) - (2.01 + 3) / 2) < 1e-9
+    assert performance.modeled_cpu(pd.DataFrame({"x": [1]}), net) is None
 
 
 def test_cpu_seconds_sum_the_workers_and_render_with_utilisation():
     m = pd.DataFrame({"cpu_time_w0": [1.0, 2.0], "cpu_time_w1": [0.5, 0.5], "epoch_time": [1, 1]})
-    assert bench._cpu_seconds(m) == (1.5 + 2.5) / 2
-    assert bench._cpu_seconds(pd.DataFrame({"x": [1]})) is None
+    assert performance.cpu_seconds(m) == (1.5 + 2.5) / 2
+    assert performance.cpu_seconds(pd.DataFrame({"x": [1]})) is None
     machine = {"machine": {"cores": 2, "cpu": "x", "ram_gib": 1, "gpu": "none"}, "versions": {}}
     exact, digest = _side(1.0, 0.4), _side(0.9, 0.3)
     exact["cpu_s_per_epoch"], digest["cpu_s_per_epoch"] = 2.0, 1.62
@@ -78,7 +80,7 @@ def test_cpu_seconds_sum_the_workers_and_render_with_utilisation():
 
 def _committed_scale() -> dict:
     """The committed scale record (a fresh copy each call: tests edit it)."""
-    return json.loads((Path(perf_report.__file__).parent.parent / "results" / "performance.json")
+    return json.loads((Path(perf_report.__file__).parents[2] / "results" / "performance.json")
                       .read_text())["scale"]
 
 
@@ -91,12 +93,12 @@ def test_scale_sentences_follow_the_measurements():
                              ("exact_w1", [10.0] * 3, [9000.0])):
         runs[name].update(epoch_times_s=times, mean_epoch_s=sum(times) / 3,
                           peak_mem_mb_per_worker=mem)
-    text = " ".join(perf_report._scale_sentences(s))
+    text = " ".join(scale_render.scale_sentences(s))
     assert "0.67x over the later ones" in text
     assert "(within the machine's 23.5 GiB)" in text and "1 worker's epoch is the fastest" in text
     runs["exact_w1"].update(epoch_times_s=[40.0] * 3, mean_epoch_s=40.0)
     runs["exact_w4"]["peak_mem_mb_per_worker"] = [7000.0] * 4  # 27.3 GiB in all
-    text = " ".join(perf_report._scale_sentences(s))
+    text = " ".join(scale_render.scale_sentences(s))
     assert "MORE than the machine's 23.5 GiB" in text and "fastest" not in text
 
 
@@ -104,11 +106,11 @@ def test_scale_partition_lines_say_when_a_cached_partition_was_reused():
     s = _committed_scale()
     for v in s["partitions"].values():  # as records before this field: built by their own run
         v.pop("cache_reused", None)
-    text = "\n".join(perf_report._render_scale(s, "t"))
+    text = "\n".join(scale_render.scale_section(s, "t"))
     assert "with writing the part files" in text and "reused" not in text
     four = s["partitions"]["4"]
     four.update(cache_reused=True, cache_built_utc="2026-11-30 13:41 UTC", partition_and_save_s=11.0)
-    text = "\n".join(perf_report._render_scale(s, "t"))
+    text = "\n".join(scale_render.scale_section(s, "t"))
     assert (f"- METIS into 4 parts: {four['partition_s']:.0f} s, measured when its cache was built "
             "(2026-11-30 13:41 UTC); this run reused the cache (checked in 11 s); edge cut") in text
 
@@ -118,9 +120,9 @@ def test_history_keeps_every_earlier_run():
              "digest_vs_exact": {"time_ratio": 0.8}} for h in range(10)]
     doc = {}
     for r in runs:  # each run becomes the previous one of the next
-        doc = {**r, "history": bench._history(doc)}
+        doc = {**r, "history": performance.history(doc)}
     assert [h["date"] for h in doc["history"]] == [r["date"] for r in runs[:-1]]  # 9, none dropped
-    assert bench._history({}) == []  # no earlier run
+    assert performance.history({}) == []  # no earlier run
 
 
 def _sentences_of(text: str) -> list[str]:
@@ -136,7 +138,7 @@ def test_every_sentence_of_the_committed_report_states_a_number():
     """An explanation only with the measurement that shows it. The committed
     performance.json rendered now (and a record with every ratio met) has no sentence without a
     number, and none of the fixed explanations that used to be chosen by a threshold."""
-    doc = json.loads((Path(perf_report.__file__).parent.parent / "results" / "performance.json")
+    doc = json.loads((Path(perf_report.__file__).parents[2] / "results" / "performance.json")
                      .read_text())
     met = json.loads(json.dumps(doc))
     met["ratios"]["photo"]["ratio"] = 0.9
@@ -173,14 +175,14 @@ def test_a_generation_only_record_renders_beside_the_scale_runs_memory():
     gen = {"spec": "synthetic:preset=x", "generate_only": True, "nodes": 10, "edges": 40,
            "features": 3, "classes": 2, "generate_s": 12.4, "generate_peak_rss_gib": 7.25,
            "date": "d", "command": "c", "git_commit": "abcdef123", "runs": {}}
-    text = "\n".join(perf_report._render_generation(gen, s))
+    text = "\n".join(scale_render.generation_section(gen, s))
     assert "Generation only: `synthetic:preset=x`" in text and "12 s" in text and "7.2 GiB" in text
     worst = max(sum(r["peak_mem_mb_per_worker"]) for r in s["runs"].values()
                 if "peak_mem_mb_per_worker" in r)
     assert f"{worst / 1024:.1f} GiB for its workers together" in text
     doc = {"scale": s, "scale_variants": {"synthetic:preset=x": gen}}
     assert "## Generation only" in perf_report.render(doc)
-    assert "the scale run above" not in "\n".join(perf_report._render_generation(gen, None))
+    assert "the scale run above" not in "\n".join(scale_render.generation_section(gen, None))
 
 
 def _tiny_graph(seed=0):
@@ -205,7 +207,7 @@ def test_the_sparse_features_variant_is_the_same_model_as_the_dense_one():
     import torch
     import torch.nn.functional as F
 
-    from experiments.reference import plain_setup
+    from experiments.running.reference import plain_setup
     graph = _tiny_graph()
     out, grads = {}, {}
     for features in ("dense", "sparse"):
@@ -234,7 +236,7 @@ def test_the_sparse_features_variant_is_the_same_model_as_the_dense_one():
 def test_sparse_dropout_drops_stored_values_only():
     import torch
 
-    from experiments.reference import dropout_any
+    from experiments.running.reference import dropout_any
     x = _tiny_graph().x
     xs = x.to_sparse_csr()
     torch.manual_seed(0)
@@ -246,54 +248,54 @@ def test_sparse_dropout_drops_stored_values_only():
 
 
 def _physics_record(ref_ms: dict) -> dict:
-    res = {bench.OURS: {"median_s": 0.25, "peak_mem_mb": 1000.0, "times_s": [0.25],
+    res = {contest.OURS: {"median_s": 0.25, "peak_mem_mb": 1000.0, "times_s": [0.25],
                         "features": {"layout": "sparse", "rows": 100, "columns": 400, "nonzeros": 200}}}
     for name, ms in ref_ms.items():
-        lay = "sparse" if name == bench.PLAIN_SPX else "dense"
+        lay = "sparse" if name == contest.PLAIN_SPX else "dense"
         res[name] = {"median_s": ms / 1e3, "peak_mem_mb": 1000.0, "times_s": [ms / 1e3],
                      "features": {"layout": lay, "rows": 100, "columns": 400, "nonzeros": 200}}
-    return bench.graph_result("Physics", res, 2, 1)
+    return performance.graph_result("Physics", res, 2, 1)
 
 
 def test_physics_divides_by_the_sparse_features_variant_and_shows_the_dense_ones():
-    x = _physics_record({bench.PLAIN_EI: 8000.0, bench.PLAIN_SP: 6000.0, bench.PLAIN_SPX: 1000.0})
-    assert x["reference"] == bench.PLAIN_SPX and abs(x["ratio"] - 0.25) < 1e-12
-    assert set(x["ratios_by_reference"]) == {bench.PLAIN_EI, bench.PLAIN_SP, bench.PLAIN_SPX}
+    x = _physics_record({contest.PLAIN_EI: 8000.0, contest.PLAIN_SP: 6000.0, contest.PLAIN_SPX: 1000.0})
+    assert x["reference"] == contest.PLAIN_SPX and abs(x["ratio"] - 0.25) < 1e-12
+    assert set(x["ratios_by_reference"]) == {contest.PLAIN_EI, contest.PLAIN_SP, contest.PLAIN_SPX}
     text = perf_report._physics_sentence(x, 0.33)
     assert "plain PyG fed the same sparse features (plain PyG, sparse features" in text
     assert "takes 0.25x its epoch (4.0x faster)" in text and "is met" in text
-    assert f"0.031x ({bench.PLAIN_EI}) and 0.042x ({bench.PLAIN_SP})" in text
+    assert f"0.031x ({contest.PLAIN_EI}) and 0.042x ({contest.PLAIN_SP})" in text
     assert "(400 input columns, 0.50% of the entries nonzero)" in text
-    slow = _physics_record({bench.PLAIN_EI: 8000.0, bench.PLAIN_SP: 6000.0, bench.PLAIN_SPX: 500.0})
+    slow = _physics_record({contest.PLAIN_EI: 8000.0, contest.PLAIN_SP: 6000.0, contest.PLAIN_SPX: 500.0})
     assert "takes 0.50x its epoch (2.0x faster)" in perf_report._physics_sentence(slow, 0.33)
     assert "NOT met" in perf_report._physics_sentence(slow, 0.33)
     line = perf_report._features_line(x)
     assert "held sparse by ours, plain PyG, sparse features" in line
-    assert f"held dense by {bench.PLAIN_EI}, {bench.PLAIN_SP}" in line
+    assert f"held dense by {contest.PLAIN_EI}, {contest.PLAIN_SP}" in line
 
 
 def test_a_run_that_skips_parts_keeps_them_with_the_run_that_measured_them():
     """--skip photo,digest: the kept parts carry their own run's date and command, the page says
     which run measured which part, and the history counts each part once, in its own run."""
-    doc = json.loads((Path(perf_report.__file__).parent.parent / "results" / "performance.json")
+    doc = json.loads((Path(perf_report.__file__).parents[2] / "results" / "performance.json")
                      .read_text())
     old = doc["ratios"]
     old = {**old, **{k: {kk: vv for kk, vv in old[k].items() if kk != "run"}
-                     for k in bench.PARTS if k in old}}  # as a record written before parts had one
+                     for k in performance.PARTS if k in old}}  # as a record written before parts had one
     old["date"], old["command"], old["git_commit"] = "2026-11-30 20:59 UTC", "old cmd", "a" * 40
     new = {"date": "2026-12-03 10:00 UTC", "command": "new cmd", "git_commit": "b" * 40,
            "load_start": "1", "load_end": "2", "machine": old["machine"],
-           "physics": _physics_record({bench.PLAIN_EI: 8000.0, bench.PLAIN_SPX: 1000.0})}
-    new["physics"]["run"] = bench.run_info(new)
-    new["history"] = bench._history(old)
-    kept = bench.kept_parts(old, {"photo", "digest"})
+           "physics": _physics_record({contest.PLAIN_EI: 8000.0, contest.PLAIN_SPX: 1000.0})}
+    new["physics"]["run"] = performance.run_info(new)
+    new["history"] = performance.history(old)
+    kept = performance.kept_parts(old, {"photo", "digest"})
     assert set(kept) == {"photo", "digest_vs_exact"}
     assert kept["digest_vs_exact"]["run"]["command"] == "old cmd"
     r = {**kept, **new}
-    assert bench.measured_in(r, "physics") and not bench.measured_in(r, "photo")
-    summary = bench._summary(r)
+    assert performance.measured_in(r, "physics") and not performance.measured_in(r, "photo")
+    summary = performance.summary(r)
     assert summary["photo"] is None and summary["digest_time"] is None
-    assert summary["physics_reference"] == bench.PLAIN_SPX
+    assert summary["physics_reference"] == contest.PLAIN_SPX
     assert new["history"][-1]["date"] == old["date"] and new["history"][-1]["digest_time"]
     text = perf_report.render({"ratios": r})
     assert "The ratios come from 2 runs of the bench" in text
@@ -303,6 +305,6 @@ def test_a_run_that_skips_parts_keeps_them_with_the_run_that_measured_them():
     assert "interleaved epochs on a shared, loaded machine" in text
     # the DIGEST range counts the kept part once: in its own run's history row
     times = [h["digest_time"] for h in r["history"]
-             if perf_report._traceable(h.get("git_commit")) and h.get("digest_time") is not None]
+             if performance.traceable(h.get("git_commit")) and h.get("digest_time") is not None]
     assert f"Across the {len(times)} runs of the DIGEST-versus-exact part" in text
     assert "paired ratios with a bootstrap interval" in text and "unpaired" in text

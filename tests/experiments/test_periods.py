@@ -1,4 +1,4 @@
-"""experiments/periods.py: a run's period from its flags, the timed window of whole periods after
+"""experiments/analysis/periods.py: a run's period from its flags, the timed window of whole periods after
 the warm-up, and the per-epoch time as the mean over it (never a median). Hand-made numbers."""
 from __future__ import annotations
 

@@ -7,7 +7,8 @@ import math
 import pandas as pd
 import pytest
 
-from experiments import costmodel, plots, tables
+from experiments.analysis import costmodel
+from experiments import plots, tables
 from experiments.analysis import tables as frames
 from experiments.render import figures, report
 from experiments.suites.suite import expand, load_suite

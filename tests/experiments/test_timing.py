@@ -1,4 +1,4 @@
-"""The timing protocol's statistics (experiments/timing.py, docs/methods.md section 11) on
+"""The timing protocol's statistics (experiments/analysis/timing.py, docs/methods.md section 11) on
 hand-made numbers: paired same-round ratios, their bootstrap interval, the A/A noise floor, the
 warm-up and the training clock; then the tables of a hand-made suite with rounds. No training."""
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """The committed speed tables follow the timing rule (docs/methods.md section 11), checked against
-the committed run files by a computation written apart from experiments/periods.py and
+the committed run files by a computation written apart from experiments/analysis/periods.py and
 timing.py: DIGEST's per-epoch speedup at I = 10 behind 50 Mbit/s is the median over rounds of
 the ratio of mean epoch times over whole sync periods."""
 from __future__ import annotations

@@ -11,7 +11,7 @@ import statistics
 import time
 from pathlib import Path
 
-from .running.launch import cli_run, root_flags
+from .launch import cli_run, root_flags
 
 SCALE_SPEC = "synthetic:nodes=2400000,avg_degree=25,classes=47,features=100"
 
