@@ -73,7 +73,7 @@ CALIBRATION = Path(__file__).with_name("calibration.json")
 
 
 def calibrated(path: Path | None = None) -> Rates:
-    """The constants fitted on the benchmark's emulated runs (``python -m experiments.advise_fit
+    """The constants fitted on the benchmark's emulated runs (``python -m experiments.advise fit
     --write``): one core of the machine the committed runs ran on, per worker."""
     return Rates.of(json.loads(Path(path or CALIBRATION).read_text())["rates"])
 

@@ -1,4 +1,4 @@
-"""The experiments behind advise (experiments/advise_*.py): the epochs-to-target table from run
+"""The experiments behind advise (experiments/analysis/advise/, ``python -m experiments.advise``): the epochs-to-target table from run
 folders written by hand, the validation's rank correlation and first choice on hand-made rows,
 the fit's fast pricing equal to the library's, and (slow) every committed file advise ships or
 writes recomputed by its ``--check``."""
@@ -13,8 +13,9 @@ from digest.advise.job import load_job
 from digest.advise.predict import WARMUP, predict
 from digest.advise.traffic import count
 from digest.config import TrainConfig
-from experiments import advise_check, advise_fit, advise_table
-from experiments.advise_runs import Timed
+from experiments import advise
+from experiments.analysis.advise import check as advise_check, fit as advise_fit, table as advise_table
+from experiments.analysis.advise.runs import Timed
 from fake_runs import write_run
 from helpers import small_graph
 
@@ -77,6 +78,6 @@ def test_the_fits_pricing_is_the_library(tmp_path):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("module", [advise_table, advise_fit, advise_check])
-def test_committed_files_are_what_the_commands_give(module):
-    assert module.main(["--check"]) == 0
+@pytest.mark.parametrize("what", ["table", "fit", "check"])
+def test_committed_files_are_what_the_commands_give(what):
+    assert advise.main([what, "--check"]) == 0

@@ -1,4 +1,4 @@
-"""``python -m experiments.advise_table [--write | --check]``: the epochs-to-target table that
+"""``python -m experiments.advise table [--write | --check]``: the epochs-to-target table that
 ``python -m digest advise`` ships (digest/advise/convergence.json; docs/methods.md section 13),
 from the committed convergence runs.
 
@@ -14,16 +14,13 @@ measured on its partition (seed 0) as advise measures the user's (digest/advise/
 """
 from __future__ import annotations
 
-import argparse
 import json
-import sys
 from pathlib import Path
 
-from digest.advise.epochs import TABLE
 from digest.advise.job import load_job
 
-from .advise_runs import ROOT, TWINS, is_default, records
-from .suites.suite import base_label
+from ...suites.suite import base_label
+from .runs import ROOT, TWINS, is_default, records
 
 TARGETS = (0.98, 0.99, 0.995)
 
@@ -79,7 +76,7 @@ def build(root: Path = ROOT) -> dict:
             job = load_job(dataset, workers)
             graphs[gkey] = {k: round(v, 6) for k, v in job.stats.items()}
     rows.sort(key=lambda x: (x["dataset"], x["workers"], x["suite"], x["hidden"], x["label"]))
-    return {"generated_by": "python -m experiments.advise_table --write",
+    return {"generated_by": "python -m experiments.advise table --write",
             "targets": list(TARGETS), "graphs": dict(sorted(graphs.items())), "rows": rows}
 
 
@@ -89,29 +86,3 @@ def text(table: dict) -> str:
     body = json.dumps(head, indent=1, sort_keys=True)[:-2]
     rows = ",\n".join("  " + json.dumps(r, sort_keys=True) for r in table["rows"])
     return body + ',\n "rows": [\n' + rows + "\n ]\n}\n"
-
-
-def main(argv=None) -> int:
-    p = argparse.ArgumentParser(prog="python -m experiments.advise_table", description=__doc__,
-                                formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--write", action="store_true", help=f"write {TABLE.name}")
-    p.add_argument("--check", action="store_true", help="recompute and compare")
-    args = p.parse_args(argv)
-    now = text(build())
-    if args.write:
-        Path(TABLE).write_text(now)
-        print(f"wrote {TABLE}")
-    if args.check:
-        old = Path(TABLE).read_text() if Path(TABLE).is_file() else ""
-        if old != now:
-            print(f"{TABLE} differs from what the committed runs give: run with --write",
-                  file=sys.stderr)
-            return 1
-        print(f"{TABLE}: up to date")
-    if not (args.write or args.check):
-        sys.stdout.write(now)
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

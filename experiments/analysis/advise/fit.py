@@ -1,6 +1,7 @@
-"""``python -m experiments.advise_fit [--write | --check]``: the constants of advise's time model
+"""``python -m experiments.advise fit [--write | --check]``: the constants of advise's time model
 (digest/advise/calibration.json; docs/methods.md section 13), fitted on some of the committed
-emulated-cluster points and never on the others (experiments/advise_check.py validates on those).
+emulated-cluster points and never on the others (experiments/analysis/advise/check.py validates on
+those).
 
 Fitted on ``FIT``: (graph, workers, bandwidth) points of the emulated suites. At each point every
 method the model can price (default options or not) gives one target: the median over its runs
@@ -16,22 +17,18 @@ more workers than cores: their compute is priced at ``share`` = workers per core
 """
 from __future__ import annotations
 
-import argparse
-import json
 import math
-import sys
 from dataclasses import dataclass
-from pathlib import Path
 
 import numpy as np
 
-from digest.advise.cost import CALIBRATION, Rates
+from digest.advise.cost import Rates
 from digest.advise.job import Job, load_job
 from digest.advise.predict import WARMUP
 from digest.advise.traffic import Counted, count, parameters
 from digest.advise.work import KINDS, MODELLED, step_work
 
-from .advise_runs import Timed, timed_runs
+from .runs import Timed, timed_runs
 
 PRODUCTS_LIKE = "synthetic:nodes=40000,avg_degree=25,classes=47,features=100,communities=64,locality=0.97"
 FIT = ((PRODUCTS_LIKE, 4, "1gbit"), (PRODUCTS_LIKE, 4, "50mbit"), ("Physics", 4, "1gbit"))
@@ -111,8 +108,8 @@ def rates_of(x) -> Rates:
 
 
 def fast_mean(p: Priced, rates: Rates) -> float:
-    """The run's predicted mean step time: cost.step_seconds in numpy (experiments/advise_check
-    prices with the library itself; tests/experiments check that the two agree)."""
+    """The run's predicted mean step time: cost.step_seconds in numpy (experiments/analysis/advise/
+    check.py prices with the library itself; tests/experiments check that the two agree)."""
     a = np.array([rates.dense, rates.sparse, rates.sparse_x, rates.elem, rates.codec,
                   rates.byte_cpu, rates.step])
     bw = p.run.bit_s / 8 * rates.efficiency
@@ -159,32 +156,6 @@ def fit(priced: list[Priced]) -> tuple[Rates, dict]:
 def build() -> dict:
     priced = price(timed_runs())
     rates, info = fit(priced)
-    return {"generated_by": "python -m experiments.advise_fit --write",
+    return {"generated_by": "python -m experiments.advise fit --write",
             "fitted_on": [{"dataset": d, "workers": w, "bandwidth": b} for d, w, b in FIT],
             "rates": {n: getattr(rates, n) for n in NAMES}, **info}
-
-
-def main(argv=None) -> int:
-    p = argparse.ArgumentParser(prog="python -m experiments.advise_fit", description=__doc__,
-                                formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--write", action="store_true", help=f"write {CALIBRATION.name}")
-    p.add_argument("--check", action="store_true", help="refit and compare")
-    args = p.parse_args(argv)
-    now = json.dumps(build(), indent=1) + "\n"
-    if args.write:
-        Path(CALIBRATION).write_text(now)
-        print(f"wrote {CALIBRATION}")
-    if args.check:
-        old = Path(CALIBRATION).read_text() if Path(CALIBRATION).is_file() else ""
-        if old != now:
-            print(f"{CALIBRATION} differs from a fit on the committed runs: run with --write",
-                  file=sys.stderr)
-            return 1
-        print(f"{CALIBRATION}: up to date")
-    if not (args.write or args.check):
-        sys.stdout.write(now)
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

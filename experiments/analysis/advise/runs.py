@@ -15,11 +15,11 @@ from pathlib import Path
 from digest import methods
 from digest.config import TrainConfig
 
-from .suites.suite import WARMUP, base_label
-from .suites.load import RunRecord, read_record
-from .suites.registry import register_methods
+from ...suites.load import RunRecord, read_record
+from ...suites.registry import register_methods
+from ...suites.suite import WARMUP, base_label
 
-ROOT = Path(__file__).resolve().parents[1] / "results"
+ROOT = Path(__file__).resolve().parents[3] / "results"
 # labels that repeat another label's configuration under other conditions
 TWINS = re.compile(r"-(aa|noquota)$")
 

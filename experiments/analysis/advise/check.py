@@ -1,9 +1,9 @@
-"""``python -m experiments.advise_check [--write | --check]``: advise's model against committed
+"""``python -m experiments.advise check [--write | --check]``: advise's model against committed
 emulated-cluster points it was not fitted on (results/advise/README.md; docs/methods.md
 section 13).
 
-Held out: every (graph, workers, bandwidth) point of the emulated suites but experiments/
-advise_fit.py's ``FIT``. At each, every method the model prices is predicted with the library
+Held out: every (graph, workers, bandwidth) point of the emulated suites but experiments/analysis/
+advise/fit.py's ``FIT``. At each, every method the model prices is predicted with the library
 (digest.advise: the methods' step counts, each worker's work, calibration.json's constants, the
 run's own epochs, bandwidth and workers per core) and compared with what ran:
 
@@ -21,10 +21,7 @@ run's own epochs, bandwidth and workers per core) and compared with what ran:
 """
 from __future__ import annotations
 
-import argparse
 import math
-import sys
-from pathlib import Path
 
 import numpy as np
 
@@ -32,9 +29,9 @@ from digest.advise.cost import Network, calibrated
 from digest.advise.epochs import load_table, lookup
 from digest.advise.predict import predict
 
-from .advise_fit import FIT, groups, price
-from .advise_runs import ROOT, timed_runs
-from .advise_render import page, points_csv
+from ...suites.suite import base_label
+from .fit import FIT, groups, price
+from .runs import ROOT, records, timed_runs
 
 OUT = ROOT / "advise"
 TARGET = 0.99
@@ -119,8 +116,6 @@ def bytes_check() -> list[dict]:
     ``BYTES_SUITES`` on ``BYTES_GRAPH`` (one row a label; the reason where it cannot count)."""
     from digest.advise.job import load_job
     from digest.advise.traffic import count
-    from .advise_runs import records
-    from .suites.suite import base_label
     job, out, seen = None, [], set()
     for suite, r, cfg in records():
         label = base_label(r.label)
@@ -174,32 +169,3 @@ def summarise(rows: list[dict], variant: str) -> list[dict]:
                          first_ok=first is best or lo <= hi)
         out.append(point)
     return out
-
-
-def main(argv=None) -> int:
-    p = argparse.ArgumentParser(prog="python -m experiments.advise_check", description=__doc__,
-                                formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--write", action="store_true", help="write results/advise/")
-    p.add_argument("--check", action="store_true", help="recompute and compare")
-    args = p.parse_args(argv)
-    result = evaluate()
-    files = {OUT / "README.md": page(result), OUT / "points.csv": points_csv(result)}
-    if args.write:
-        OUT.mkdir(parents=True, exist_ok=True)
-        for path, text in files.items():
-            path.write_text(text)
-            print(f"wrote {path}")
-    if args.check:
-        stale = [str(p) for p, t in files.items() if not p.is_file() or p.read_text() != t]
-        if stale:
-            print(f"{', '.join(stale)} differ from what the committed runs give: run with --write",
-                  file=sys.stderr)
-            return 1
-        print(f"{OUT}: up to date")
-    if not (args.write or args.check):
-        sys.stdout.write(files[OUT / "README.md"])
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())
