@@ -4,12 +4,12 @@
     python -m experiments.pages --suite wave2    # that suite's, the headline, quick
     python -m experiments.pages --check [--suite NAME]   # write nothing: one line per difference, exit 1
 
-For each suite it writes RUNLOG.md beside its tables (experiments/runlog.py: what ran, when, at
+For each suite it writes RUNLOG.md beside its tables (experiments/render/runlog.py: what ran, when, at
 which commit, load, machine, re-runs; repro's is results/RUNLOG.md) and fills the block between
 ``<!-- generated:begin ... -->`` and ``<!-- generated:end -->`` in its README (repro's:
 results/README.md) with its key tables as its tables.md has them (accuracy; per-epoch time and
 speedup, measured; an emulated suite's ms per epoch at each bandwidth; stragglers) and links to
-its plots, the main one shown. Always: the cross-suite table (experiments/headline.py) between
+its plots, the main one shown. Always: the cross-suite table (experiments/render/headline.py) between
 ``<!-- generated:headline:begin ... -->`` and ``<!-- generated:headline:end -->`` in
 results/README.md and README.md, and, once results/quick/tables.md exists, the quick suite's
 accuracy table and main plot between ``<!-- generated:quick:begin ... -->`` and

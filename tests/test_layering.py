@@ -1,7 +1,8 @@
 """The import rules of docs/architecture.md, read from every import statement of digest/,
 baselines/ and experiments/ (function-level ones too; only ``if TYPE_CHECKING:`` blocks are
 skipped): no cycle among the project's modules, digest/ never imports baselines/ or experiments/
-(except its entry point), and inside digest/ a layer imports only the layers below it."""
+(except its entry point), and inside digest/ and inside experiments/ a layer imports only its own
+layer and the layers below it."""
 from __future__ import annotations
 
 import ast
@@ -29,6 +30,14 @@ LAYERS = [
     {"digest"},
 ]
 ENTRY_POINT = "digest.cli"  # the one module of digest/ that imports baselines/
+
+# experiments/'s layers, bottom to top (docs/architecture.md): a subpackage may import its own
+# modules and the layers below; the commands (the modules at experiments/'s top, each a
+# ``python -m experiments.X`` entry point) sit above them all, so nothing below imports a command.
+HARNESS_LAYERS = ["experiments.suites", "experiments.running", "experiments.analysis",
+                  "experiments.render"]
+HARNESS_TOP = 12  # modules at experiments/'s top: its commands and __init__
+LONGEST_FUNCTION = 60  # lines, in experiments/
 
 
 def module_name(path: Path) -> str:
@@ -164,6 +173,54 @@ def test_every_digest_module_has_a_layer(graph):
     for m in graph:
         if m.split(".")[0] == "digest":
             layer_of(m)
+
+
+def harness_layer(module: str) -> int:
+    """The layer of an experiments/ module: its subpackage's, or above them all for a command."""
+    for i, package in enumerate(HARNESS_LAYERS):
+        if module == package or module.startswith(package + "."):
+            return i
+    return len(HARNESS_LAYERS)
+
+
+def test_harness_layers_are_in_order_commands_on_top():
+    assert [harness_layer(m) for m in ("experiments.suites.suite", "experiments.running.launch",
+            "experiments.analysis.tables", "experiments.render.report", "experiments.tables",
+            "experiments")] == [0, 1, 2, 3, 4, 4]
+
+
+def test_harness_layers_point_down(graph):
+    bad = sorted(f"{m} -> {t}" for m, targets in graph.items() if m.split(".")[0] == "experiments"
+                 for t in targets if t.split(".")[0] == "experiments"
+                 and harness_layer(t) > harness_layer(m))
+    assert bad == []
+
+
+def test_top_of_experiments_is_its_commands_the_rest_in_layers(graph):
+    top = sorted(p for p in (ROOT / "experiments").glob("*.py"))
+    assert len(top) <= HARNESS_TOP, [p.name for p in top]
+    not_commands = [p.name for p in top if p.name != "__init__.py" and not (
+        "def main(" in (text := p.read_text()) and 'if __name__ == "__main__":' in text)]
+    assert not_commands == []
+    outside = sorted(m for m in graph if m.count(".") >= 2 and m.startswith("experiments.")
+                     and harness_layer(m) == len(HARNESS_LAYERS))
+    assert outside == []
+
+
+def test_experiments_register_methods_without_the_command_line(graph):
+    """experiments/ imports ``baselines`` and ``digest.methods.import_plugins`` (suites/registry.py),
+    never digest's entry point."""
+    assert sorted(m for m, targets in graph.items()
+                  if m.split(".")[0] == "experiments" and ENTRY_POINT in targets) == []
+
+
+def test_harness_functions_are_short():
+    long = sorted(f"{p.relative_to(ROOT)}:{n.lineno} {n.name}: {n.end_lineno - n.lineno + 1}"
+                  for p in (ROOT / "experiments").rglob("*.py")
+                  for n in ast.walk(ast.parse(p.read_text()))
+                  if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))
+                  and n.end_lineno - n.lineno + 1 > LONGEST_FUNCTION)
+    assert long == []
 
 
 def test_no_private_name_crosses_modules():

@@ -1,5 +1,6 @@
 """Pareto summary, the computation: per dataset, which method gives the best test accuracy for a
-budget of cumulative bytes sent, or of training time? pareto_render.py draws and tabulates it.
+budget of cumulative bytes sent, or of training time? experiments/render/pareto.py draws and
+tabulates it.
 
 The rules are RULES below, written once: tables.md's Pareto section prints them as they stand.
 What only the code needs is at the functions: the float slack of "<= budget" (``REL``,

@@ -89,7 +89,7 @@ def markdown(tables: dict, loaded: Loaded, number: int = 6) -> str:
 def plots(loaded: Loaded, dataset: str, out: Path, written: list) -> None:
     """Speedup over exact vs bandwidth (a row of panels per method group, a column per M) and
     validation accuracy vs emulated time at the lowest bandwidth and the largest M (mean over
-    seeds), both in small multiples (render.panels)."""
+    seeds), both in small multiples (figures.panels)."""
     frame = sweep_frame(Loaded([r for r in loaded.records if r.dataset == dataset], [dataset],
                                loaded.labels))
     if frame.empty:

@@ -1,8 +1,9 @@
-"""The Pareto summary rendered (its computation and its rules: pareto.py): tables.md's section and
+"""The Pareto summary rendered (its computation and its rules:
+experiments/analysis/pareto.py): tables.md's section and
 plots/<dataset>_pareto.png.
 
     plots/<dataset>_pareto.png   accuracy within budget vs budget (log x): a column per axis,
-                                 a row per group of methods (render.panels)
+                                 a row per group of methods (figures.panels)
 """
 from __future__ import annotations
 

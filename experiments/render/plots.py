@@ -38,7 +38,7 @@ def draw(loaded: Loaded, out: Path, net: Network | None = None) -> list:
 
 def convergence(loaded: Loaded, dataset: str, out: Path, written: list) -> None:
     """Validation accuracy vs epoch, vs measured time, vs bytes: one figure each, at the largest
-    worker count, mean over seeds; small multiples of at most render.MAX_SERIES methods."""
+    worker count, mean over seeds; small multiples of at most figures.MAX_SERIES methods."""
     workers = max(r.workers for r in loaded.records if r.dataset == dataset)
     cs = curves(loaded, dataset, workers)
     named, of = seed_labels(loaded, dataset, workers, list(cs))
@@ -70,7 +70,7 @@ def convergence(loaded: Loaded, dataset: str, out: Path, written: list) -> None:
 
 def speedup_plot(loaded: Loaded, dataset: str, net: Network | None, out: Path, written: list) -> None:
     """Left: per-epoch speedup over exact at the same M (docs/methods.md section 7). Right: over
-    exact at M=1. A row per group of methods (render.panels)."""
+    exact at M=1. A row per group of methods (figures.panels)."""
     sub = Loaded([r for r in loaded.records if r.dataset == dataset], [dataset], loaded.labels)
     et = epoch_time(run_frame(sub, net), net)
     one = et[(et.method == "exact") & (et.workers == 1)]

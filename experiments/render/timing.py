@@ -154,7 +154,7 @@ def tta_tables(tta: pd.DataFrame, kind: str) -> str:
 
 
 def change_table(change: pd.DataFrame | None) -> str:
-    """What the corrected timing rule changed (experiments/rule_change.py): the rows whose verdict
+    """What the corrected timing rule changed (experiments/analysis/rule_change.py): the rows whose verdict
     changed or whose ratio moved by 5% or more, former beside today's."""
     if change is None or change.empty:
         return ""

@@ -1,4 +1,4 @@
-"""The verdict's table, sentence and figure (the numbers: experiments/verdict.py): per graph, one
+"""The verdict's table, sentence and figure (the numbers: experiments/analysis/verdict.py): per graph, one
 row a method (accuracy with its difference from exact, epochs to target, bytes per epoch, speedup
 to accuracy over exact at each bandwidth with its interval), one generated sentence naming the
 fastest method within CLOSE points of exact at each bandwidth, and one figure of speedup to

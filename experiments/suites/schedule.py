@@ -46,7 +46,7 @@ def order(labels: list, r: int, at: tuple) -> list:
 
 
 def interleave(runs: list[Run]) -> list[Run]:
-    """``runs`` (in config.expand's order) in the order to start them: rounds, then points (in the
+    """``runs`` (in suite.expand's order) in the order to start them: rounds, then points (in the
     order they first appear), then the point's methods in the round's shuffled ``order``; each
     run's ``position`` is its place at its point in its round."""
     points: dict = {}  # point -> its labels in suite order
@@ -62,6 +62,6 @@ def interleave(runs: list[Run]) -> list[Run]:
             ordered = order(labels, r, p) if shuffle else labels
             here = [by_key[p, label, r] for label in ordered if (p, label, r) in by_key]
             out += [dataclasses.replace(run, position=i) for i, run in enumerate(here)]
-    if len(out) != len(runs):  # config.suite_from_dict refuses such suites
+    if len(out) != len(runs):  # suite.suite_from_dict refuses such suites
         raise ValueError("a run is listed twice")
     return out

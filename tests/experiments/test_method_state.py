@@ -1,4 +1,4 @@
-"""experiments/method_state.py: each method's own metrics columns and peak memory, side by side.
+"""experiments/analysis/method_state.py: each method's own metrics columns and peak memory, side by side.
 Hand-made run folders (test_experiments.write_run), exact expected values, no training."""
 from __future__ import annotations
 

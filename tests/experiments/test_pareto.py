@@ -1,4 +1,4 @@
-"""experiments/analysis/pareto.py and pareto_render.py: best test accuracy within a budget of bytes / of
+"""experiments/analysis/pareto.py and render/pareto.py: best test accuracy within a budget of bytes / of
 time, the front marked, budgets as documented, the plot, and the recompute path. Hand-made run
 folders (helpers.write_run), exact expected values, no training."""
 from __future__ import annotations

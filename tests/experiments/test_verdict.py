@@ -1,4 +1,4 @@
-"""experiments/verdict.py and verdict_render.py (docs/methods.md section 12): epochs to target
+"""experiments/analysis/verdict.py and render/verdict.py (docs/methods.md section 12): epochs to target
 from convergence runs x per-epoch time at a bandwidth from speed rounds, the speedup to accuracy
 and its interval, "not reached", the ceiling, the fastest method close to exact, and the
 decomposition against an end-to-end run. Hand-made runs, no training."""
