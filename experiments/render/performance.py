@@ -134,8 +134,10 @@ def _history_table(r: dict) -> list[str]:
               "DIGEST bytes | DIGEST time | modeled | modeled (CPU s) |",
               "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
         for h in history:
-            ref = h.get("physics_reference") or (
-                "the faster dense-features variant" if h.get("physics") is not None else "")
+            ref = h.get("physics_reference")  # without "features" in it: a dense variant
+            ref = (ref if ref and "features" in ref else f"{ref} (dense features)" if ref
+                   else "the faster dense-features variant" if h.get("physics") is not None
+                   else "")
             L.append(f"| {h['date']} | {(h.get('git_commit') or '-')[:7]} | {h['load_start']} | {_fmt(h['photo'])} | "
                      f"{_fmt(h['physics'])} | {ref} | {_fmt(h['digest_bytes'])} | "
                      f"{_fmt(h['digest_time'])} | {_fmt(h['digest_modeled'])} | "
@@ -224,13 +226,14 @@ def _digest_across_runs(r: dict, dv: dict) -> list[str]:
     differs from results/repro_speed's paired per-epoch speedups (not averaged with them)."""
     vals = [h["digest_time"] for h in r.get("history") or []
             if traceable(h.get("git_commit")) and h.get("digest_time") is not None]
-    if measured_from(r, "digest_vs_exact"):
+    latest = measured_from(r, "digest_vs_exact")
+    if latest:
         vals.append(dv["time_ratio"])
     out = []
     if len(vals) > 1:
-        out.append(f"Across the {len(vals)} runs of the DIGEST-versus-exact part at committed code (the latest and "
-                   f"the history below), DIGEST's mean epoch took {min(vals):.2f}-{max(vals):.2f}x "
-                   "exact's on loopback.")
+        out.append(f"Across the {len(vals)} runs of the DIGEST-versus-exact part at committed code "
+                   f"({'the latest run and ' if latest else ''}the history below), DIGEST's mean "
+                   f"epoch took {min(vals):.2f}-{max(vals):.2f}x exact's on loopback.")
     e = dv["exact"]
     n, i = e["epochs_per_run"], sync_interval(dv)
     whole = i.isdigit() and (n - 1) % int(i) == 0
@@ -321,10 +324,10 @@ def _features_line(x: dict) -> str:
         return ""
     by = {}
     for n, c in x["contestants"].items():
-        by.setdefault(_layout(n, x), []).append("ours" if n.startswith("ours") else n)
+        by.setdefault(_layout(n, x), []).append("ours" if n.startswith("ours") else f'"{n}"')
     return (f"Input features: {f['rows']:,} x {f['columns']:,}, {f['nonzeros']:,} nonzeros "
             f"({f['nonzeros'] / (f['rows'] * f['columns']):.2%}); "
-            + "; ".join(f"held {lay} by {', '.join(ns)}" for lay, ns in by.items()) + ".")
+            + "; ".join(f"held {lay} by {' and '.join(ns)}" for lay, ns in by.items()) + ".")
 
 
 def _bytes_detail(dv: dict) -> str:

@@ -270,8 +270,8 @@ def test_physics_divides_by_the_sparse_features_variant_and_shows_the_dense_ones
     assert "takes 0.50x its epoch (2.0x faster)" in perf_report._physics_sentence(slow, 0.33)
     assert "NOT met" in perf_report._physics_sentence(slow, 0.33)
     line = perf_report._features_line(x)
-    assert "held sparse by ours, plain PyG, sparse features" in line
-    assert f"held dense by {contest.PLAIN_EI}, {contest.PLAIN_SP}" in line
+    assert f'held sparse by ours and "{contest.PLAIN_SPX}"' in line
+    assert f'held dense by "{contest.PLAIN_EI}" and "{contest.PLAIN_SP}"' in line
 
 
 def test_a_run_that_skips_parts_keeps_them_with_the_run_that_measured_them():
@@ -307,4 +307,6 @@ def test_a_run_that_skips_parts_keeps_them_with_the_run_that_measured_them():
     times = [h["digest_time"] for h in r["history"]
              if performance.traceable(h.get("git_commit")) and h.get("digest_time") is not None]
     assert f"Across the {len(times)} runs of the DIGEST-versus-exact part" in text
+    assert "(the history below), DIGEST's mean epoch took" in text  # the kept part counted once
+    assert f"| {contest.PLAIN_SP} (dense features) |" in text  # the old run's Physics reference
     assert "paired ratios with a bootstrap interval" in text and "unpaired" in text
