@@ -103,18 +103,20 @@ def main(argv=None) -> int:
               file=sys.stderr)
         return 130
     if args.report:
-        report(suite, root, *args.report, args.network)
+        report(suite, root, *args.report, args.network, args.suite)
     return 1 if counts["failed"] else 0
 
 
-def report(suite: Suite, root: Path, results: str, plots_dir: str, network: str | None) -> None:
+def report(suite: Suite, root: Path, results: str, plots_dir: str, network: str | None,
+           suite_ref: str) -> None:
     """``--report RESULTS PLOTS``: the suite's tables and plots from its runs under ``root``, as
-    ``python -m experiments.tables`` and ``python -m experiments.plots`` write them."""
+    ``python -m experiments.tables --suite SUITE_REF`` and ``python -m experiments.plots`` write
+    them."""
     loaded = load(root, suite)
     net = parse_network(network) if network else None
     flags = f" --network {network}" if network else ""
     command = os.environ.get("RUN_ALL_COMMAND") or (
-        f"python -m experiments.tables --suite {suite.name} --runs {root} --out {results}{flags}")
+        f"python -m experiments.tables --suite {suite_ref} --runs {root} --out {results}{flags}")
     written = tables.write(loaded, Path(results), net, TARGETS, command)
     print(f"tables: {loaded.done} runs -> {results}/" + ", ".join(written))
     print(f"plots: {len(draw(loaded, Path(plots_dir), net))} PNGs -> {plots_dir}/")
