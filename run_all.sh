@@ -29,9 +29,9 @@
 #                    written: every run of the suite trains, except your own complete ones.
 #   --out DIR        the same under DIR/<suite>/ (a folder outside the repository or one git ignores)
 #   --into-results   maintainers: regenerate the committed results in place (full and repro:
-#                    results/, plots/; quick: results/quick/, plots/quick/; NAME: results/NAME/,
-#                    plots/NAME/) and the pages' generated blocks (python -m experiments.pages);
-#                    no report (the committed run would be compared with itself)
+#                    results/repro/, plots/repro/; quick: results/quick/, plots/quick/; NAME:
+#                    results/NAME/, plots/NAME/) and the pages' generated blocks (python -m
+#                    experiments.pages); no report (the committed run would be compared with itself)
 #
 # Each run is `python -m digest train ...` (its exact command is in its summary.json and in
 # runs.csv); a run already complete in the same folder with the same config hash is skipped, so an
@@ -72,8 +72,8 @@ done
 [ -z "$out" ] || [ -z "$into" ] || usage "--out DIR and --into-results exclude each other"
 name="$(basename "$suite" .yaml)"
 if [ -n "$into" ]; then  # the committed folders (experiments/suites/layout.py has the same)
-  where=(--into-results) results=results plots=plots
-  case "$suite" in full|repro) ;; *) results="results/$name" plots="plots/$name" ;; esac
+  where=(--into-results) results="results/$name" plots="plots/$name"
+  case "$suite" in full|repro) results=results/repro plots=plots/repro ;; esac
 else
   [ -z "$out" ] || where=(--out "$out")
   results="${out:-runs}/$name" plots="${out:-runs}/$name/plots"

@@ -1,11 +1,12 @@
-"""Performance ratios (results/performance.md), measured side by side in ONE run on this machine.
+"""Performance ratios (results/performance/README.md), measured side by side in ONE run on this
+machine.
 
-    python -m experiments.bench            # the ratios -> results/performance.{md,json}
-    python -m experiments.bench --quick    # fewer epochs -> results/quick/performance.{md,json}
+    python -m experiments.bench            # the ratios -> results/performance/ (README.md, .json)
+    python -m experiments.bench --quick    # fewer epochs -> results/performance/quick/
     python -m experiments.bench --scale    # the ogbn-products-size run (heavy: ~15 min, ~20 GiB)
 
-Each --scale / ratios run keeps the other part of performance.json, and performance.md is always
-rendered from the whole json, so the two can be run at different times.
+Each --scale / ratios run keeps the other part of performance.json, and the page (README.md beside
+it) is always rendered from the whole json, so the two can be run at different times.
 
 How each ratio is measured:
 
@@ -50,6 +51,8 @@ from .running.contest import OURS, PLAIN, VARIANTS, alternated, interleaved, mac
 from .running.launch import REPO, root_flags
 from .running.scale import SCALE_SPEC, scale_run
 
+OUT, PAGE = Path("results/performance"), "README.md"  # the page beside its record, performance.json
+
 
 def _load() -> str:
     return " ".join(f"{x:.2f}" for x in os.getloadavg())
@@ -58,9 +61,11 @@ def _load() -> str:
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="python -m experiments.bench", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--quick", action="store_true", help="fewer epochs; writes results/quick/")
+    p.add_argument("--quick", action="store_true",
+                   help="fewer epochs; writes results/performance/quick/")
     p.add_argument("--scale", action="store_true", help="only the ogbn-products-size run")
-    p.add_argument("--out", default=None, help="folder for performance.{md,json}")
+    p.add_argument("--out", default=None, help="folder for the page (README.md) and performance.json "
+                   "(default: results/performance/)")
     p.add_argument("--data-root", default=None)
     p.add_argument("--epochs", type=int, default=None, help="timed epochs per contestant")
     p.add_argument("--warmup", type=int, default=3)
@@ -79,7 +84,7 @@ def parser() -> argparse.ArgumentParser:
                    "least memory; see digest/runtime/perf.py)")
     p.add_argument("--keep", action="store_true", help="keep the run folders (printed)")
     p.add_argument("--render-only", action="store_true",
-                   help="only rewrite performance.md from performance.json")
+                   help="only rewrite the page (README.md) from performance.json")
     return p
 
 
@@ -154,14 +159,14 @@ def write(out_dir: Path, doc: dict) -> None:
     doc = json.loads(json.dumps(doc, default=str))  # times_s lists etc. as plain JSON
     out_dir.mkdir(parents=True, exist_ok=True)
     write_json(out_dir / "performance.json", doc)
-    write_text_atomic(out_dir / "performance.md", render(doc))
-    print(f"wrote {out_dir / 'performance.md'} and {out_dir / 'performance.json'}")
+    write_text_atomic(out_dir / PAGE, render(doc))
+    print(f"wrote {out_dir / PAGE} and {out_dir / 'performance.json'}")
 
 
 def main(argv=None) -> int:
     args = parser().parse_args(argv)
     args.scale_workers = [int(w) for w in args.scale_workers.split(",") if w]
-    out_dir = Path(args.out) if args.out else REPO / ("results/quick" if args.quick else "results")
+    out_dir = Path(args.out) if args.out else REPO / OUT / ("quick" if args.quick else "")
     epochs = args.epochs or (5 if args.quick else 20)
     args.digest_epochs = args.digest_epochs or (12 if args.quick else 30)
     args.digest_reps = args.digest_reps or (1 if args.quick else 4)  # alternated: other load hits both
@@ -169,8 +174,8 @@ def main(argv=None) -> int:
     doc = json.loads(json_path.read_text()) if json_path.exists() else {}
     if args.render_only:
         from digest.files import write_text_atomic
-        write_text_atomic(out_dir / "performance.md", render(doc))
-        print(f"wrote {out_dir / 'performance.md'}")
+        write_text_atomic(out_dir / PAGE, render(doc))
+        print(f"wrote {out_dir / PAGE}")
         return 0
     from digest.training.metrics import git_commit
     run = {"date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),

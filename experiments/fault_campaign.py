@@ -1,9 +1,9 @@
-"""The fault campaign (results/reliability.md): for every method, N trials of a SIGKILL of a random rank at a
-random moment of a random epoch after the first checkpoint, then ``--resume``; each resumed run
-checked against the method's uninterrupted run, and each trial's committed checkpoint, damaged in
-a copy, refused in one line::
+"""The fault campaign (results/reliability/README.md): for every method, N trials of a SIGKILL of a
+random rank at a random moment of a random epoch after the first checkpoint, then ``--resume``; each
+resumed run checked against the method's uninterrupted run, and each trial's committed checkpoint,
+damaged in a copy, refused in one line::
 
-    python -m experiments.fault_campaign --trials 10      # every method; results/reliability.md
+    python -m experiments.fault_campaign --trials 10      # every method; results/reliability/
     python -m experiments.fault_campaign --methods exact --trials 2 --out /tmp/f --report /tmp/f/r.md
 
 A trial, as a user meets it (experiments/running/campaign.py): the command runs as a real
@@ -22,8 +22,8 @@ committed. Then:
   budget (epochs x workers gradients) and final and best accuracies within ``ACC_TOL``;
 - no process, no network namespace and no temp file left behind.
 
-Writes ``OUT/trials.csv`` (one row per trial) and the report (markdown: experiments/render/
-reliability.py) with the command, the machine and the versions. Trials of a method run one after another; the runs live in ``--work``.
+Writes ``OUT/trials.csv`` (one row per trial) and the report (``--report``, by default
+``OUT/README.md``; markdown: experiments/render/reliability.py) with the command, the machine and the versions. Trials of a method run one after another; the runs live in ``--work``.
 """
 from __future__ import annotations
 
@@ -46,7 +46,8 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--trials", type=int, default=10, help="trials per method (default 10)")
     p.add_argument("--seed", type=int, default=0, help="of the random ranks, steps and moments")
     p.add_argument("--out", type=Path, default=ROOT / "results" / "reliability")
-    p.add_argument("--report", type=Path, default=ROOT / "results" / "reliability.md")
+    p.add_argument("--report", type=Path, default=None,
+                   help="the report (default: OUT/README.md, the folder's page)")
     p.add_argument("--work", type=Path, default=Path("/tmp/fault_campaign"),
                    help="where the runs live (failed trials' runs are kept there)")
     return p
@@ -102,6 +103,7 @@ def campaign(methods: list[str], args, table: Path, trials: list) -> bool | None
 
 def main(argv=None) -> int:
     args = parser().parse_args(argv)
+    args.report = args.report or args.out / "README.md"
     methods = methods_of(args)
     if methods is None:
         return 2

@@ -5,9 +5,9 @@
     python -m experiments.pages --check [--suite NAME]   # write nothing: one line per difference, exit 1
 
 For each suite it writes RUNLOG.md beside its tables (experiments/render/runlog.py: what ran, when, at
-which commit, load, machine, re-runs; repro's is results/RUNLOG.md) and fills the block between
-``<!-- generated:begin ... -->`` and ``<!-- generated:end -->`` in its README (repro's:
-results/README.md) with its key tables as its tables.md has them (accuracy; per-epoch time and
+which commit, load, machine, re-runs; repro's is results/repro/RUNLOG.md) and fills the block between
+``<!-- generated:begin ... -->`` and ``<!-- generated:end -->`` in its README (results/<suite>/README.md,
+experiments/suites/layout.py) with its key tables as its tables.md has them (accuracy; per-epoch time and
 speedup, measured; an emulated suite's ms per epoch at each bandwidth; stragglers) and links to
 its plots, the main one shown. Always: the cross-suite table (experiments/render/headline.py) between
 ``<!-- generated:headline:begin ... -->`` and ``<!-- generated:headline:end -->`` in
@@ -38,7 +38,7 @@ def suite_outputs(suite: Suite, results: Path, plots: Path, runs: Path, samples:
     """{path: text} of a suite's generated files: RUNLOG.md and its README with its block."""
     results = Path(results)
     out = {results / "RUNLOG.md": runlog.render(suite, runs, samples, results, command)}
-    page = results / page_path(suite.name).name  # repro's page is repro.md beside the index
+    page = results / page_path(suite.name).name  # README.md beside its tables
     if page.exists():
         out[page] = fill(page.read_text(), {"generated": suite_block(
             suite.name, results, plots, results)}, str(page))

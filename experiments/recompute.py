@@ -4,15 +4,15 @@
     python -m experiments.recompute --suite repro --write  # rewrite the tables (and plots)
     ./run_all.sh --check [SUITE]                          # the same check (default: repro)
 
-Every number in results/ must come from a committed file, so that a reader can check it: each
-suite run's summary.json, metrics.csv and run.json (its config hash) are committed under
-results/runs/ (or results/<suite>/runs/), and this command rebuilds tables.md and the CSVs from them exactly as
-run_all.sh does (same runs folder, same network, same command line in the header) into a
-temporary folder, then compares them with the committed ones line by line: one line per
-difference on stdout, exit status 1 if there is any. Plots are not compared (a PNG's bytes depend
-on the matplotlib build and its fonts); ``--write`` regenerates them with the tables. The suite's
-RUNLOG.md and the generated blocks of its README (and, with the suite's own folders, the headline
-and quick blocks of results/README.md and README.md) are checked and written the same way
+Every number in results/ must come from a committed file, so that a reader can check it: each suite
+run's summary.json, metrics.csv and run.json (its config hash) are committed under
+results/<suite>/runs/ (repro's and full's: results/repro/runs/), and this command rebuilds tables.md
+and the CSVs from them exactly as run_all.sh does (same runs folder, same network, same command line
+in the header) into a temporary folder, then compares them with the committed ones line by line: one
+line per difference on stdout, exit status 1 if there is any. Plots are not compared (a PNG's bytes
+depend on the matplotlib build and its fonts); ``--write`` regenerates them with the tables. The
+suite's RUNLOG.md and the generated blocks of its README (and, with the suite's own folders, the
+headline and quick blocks of results/README.md and README.md) are checked and written the same way
 (experiments/pages.py).
 """
 from __future__ import annotations

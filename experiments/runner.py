@@ -10,9 +10,9 @@ run's round, position and start time. Methods not registered and datasets not av
 skipped with the reason printed (experiments/running/suite_runs.py runs the suite).
 
 While it runs, the machine's load average is sampled every 20 s into the suite's load file
-(``--load-file``; by default the committed results/loadavg_<suite>.csv for the suite's committed
-runs folder, else loadavg_<suite>.csv beside the runs folder), appended to over the sittings of a
-suite; RUNLOG.md reads it (experiments/running/loadavg.py). ``--loads`` starts no run: it prints
+(``--load-file``; by default the committed results/<suite>/loadavg.csv for the suite's committed
+runs folder, else loadavg.csv beside the runs folder), appended to over the parts a suite is run
+in; RUNLOG.md reads it (experiments/running/loadavg.py). ``--loads`` starts no run: it prints
 each run's 1-minute load (mean and largest sample inside the run) from that file.
 
 Exit status: 0, or 1 when some run failed (``--loads``: when the load file cannot be read).
@@ -31,7 +31,7 @@ from .analysis.costmodel import parse_network
 from .render.plots import draw
 from .running.loadavg import per_run, samples, sampling
 from .running.suite_runs import run_suite
-from .suites.layout import load_file
+from .suites.layout import load_file, runs_folder
 from .suites.load import load
 from .suites.suite import Suite, expand, load_suite
 
@@ -87,7 +87,7 @@ def main(argv=None) -> int:
     except (ValueError, OSError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
-    root = Path(args.out or f"results/{suite.name}/runs")
+    root = Path(args.out) if args.out else runs_folder(suite.name)
     load_path = Path(args.load_file) if args.load_file else load_file(root, suite.name)
     if args.loads:
         return loads(root, load_path)

@@ -4,16 +4,19 @@ experiments/render/runlog.py writes from this and ``python -m experiments.pages`
 
 For each run folder under the suite's runs/ (run.json, summary.json): the git commit of the code
 that ran it, its start (run.json) and end (start + run.json's wall seconds), its training time
-(summary.json), the 1-minute load average sampled beside it (results/loadavg_<suite>.csv, read
-with experiments/running/loadavg.py), the machine, how many workers shared its cores, and the versions.
-Runs are grouped into sittings (consecutive runs at one commit, no gap over an hour), and what
-the files show as irregular is listed: runs started after runs their plan puts after them (a
-re-run, or a later part run with --seeds), several commits, a summary that differs from its
-run's plan (flags, command), runs of other flags than the suite's now, runs drawn on a synthetic
-graph their spec no longer gives (a preset changed since), specs renamed since a run (run.json's
-``relabelled``), failed, missing or extra folders. Same files, same bytes: nothing here reads
-the clock, the environment or an absolute path (run.json's start times are read as UTC, the
-reference machine's clock, whatever the time zone of the machine that checks).
+(summary.json), the 1-minute load average sampled beside it (the suite's loadavg.csv:
+results/<suite>/loadavg.csv, read with experiments/running/loadavg.py), the machine, how many
+workers shared its cores, and the versions. Runs are grouped into periods of work (consecutive runs
+at one commit, no gap over an hour), and what the files show as irregular is listed: runs started
+after runs their plan puts after them (a re-run, or a later part run with --seeds), several commits,
+a summary that differs from its run's plan (flags, command), runs of other flags than the suite's
+now, runs drawn on a synthetic graph their spec no longer gives (a preset changed since), specs
+renamed since a run (run.json's ``relabelled``), failed, missing or extra folders. A run folder is
+read where it lies: the --out path its run.json's argv and summary.json's command record is
+provenance (where it was written; a suite's folder moved since, with its runs, still names the old
+place) and is not compared with its place now. Same files, same bytes: nothing here reads the clock,
+the environment or an absolute path (run.json's start times are read as UTC, the reference machine's
+clock, whatever the time zone of the machine that checks).
 """
 from __future__ import annotations
 
@@ -28,7 +31,7 @@ from ..running.loadavg import samples as read_samples
 from ..suites.load import Loaded, graph_changed, load
 from ..suites.suite import Suite, expand
 
-SITTING_GAP = timedelta(hours=1)  # a longer pause between two runs starts a new sitting
+PERIOD_GAP = timedelta(hours=1)  # a longer pause between two runs starts a new period of work
 
 
 @dataclass
@@ -132,13 +135,13 @@ def entries(runs: Path, suite: Suite) -> list[Entry]:
     return sorted(out, key=lambda e: (e.order, e.path))
 
 
-def sittings(items: list[Entry]) -> list[list[Entry]]:
-    """Runs by start time, split where the commit changes or no run started for SITTING_GAP."""
+def periods(items: list[Entry]) -> list[list[Entry]]:
+    """Runs by start time, split where the commit changes or no run started for PERIOD_GAP."""
     timed = sorted((e for e in items if e.start is not None), key=lambda e: (e.start, e.path))
     out: list[list[Entry]] = []
     for e in timed:
         last = out[-1][-1] if out else None
-        if last is None or e.commit != last.commit or e.start - (last.end or last.start) > SITTING_GAP:
+        if last is None or e.commit != last.commit or e.start - (last.end or last.start) > PERIOD_GAP:
             out.append([e])
         else:
             out[-1].append(e)

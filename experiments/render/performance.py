@@ -1,4 +1,4 @@
-"""``results/performance.md`` rendered from ``performance.json`` (its record: experiments/analysis/
+"""``results/performance/README.md`` from ``performance.json`` (its record: experiments/analysis/
 performance.py; the scale sections: experiments/render/scale.py) (``python -m experiments.bench``
 writes both; ``--render-only`` rewrites the markdown alone): the ratio table, every ratio met or
 not, the DIGEST-versus-exact detail, the history of earlier runs and the scale runs. Every sentence
@@ -17,8 +17,8 @@ def _met(value, target) -> str:
 
 
 def render(doc: dict) -> str:
-    """performance.md from the whole performance.json: the ratios (the table, each graph's
-    contestants, DIGEST versus exact, a sentence per ratio, earlier runs), then the scale runs."""
+    """The page from the whole performance.json: the ratios (the table, each graph's contestants,
+    DIGEST versus exact, a sentence per ratio, earlier runs), then the scale runs."""
     L = ["# Performance", ""]
     r = doc.get("ratios")
     if r:

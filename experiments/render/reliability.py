@@ -1,5 +1,6 @@
-"""results/reliability.md: the fault campaign's report (its trials: experiments/running/campaign.py),
-one row per method counting every check its trials passed, and the trials that did not."""
+"""results/reliability/README.md: the fault campaign's report (its trials:
+experiments/running/campaign.py), one row per method counting every check its trials passed, and the
+trials that did not."""
 from __future__ import annotations
 
 from datetime import datetime, timezone

@@ -1,4 +1,4 @@
-"""RUNLOG.md, what ran for a suite (the facts: experiments/analysis/runlog.py): sittings, code,
+"""RUNLOG.md, what ran for a suite (the facts: experiments/analysis/runlog.py): periods of work, code,
 machine and versions, re-runs and irregularities, every run with its times and load.
 ``python -m experiments.pages`` writes it; ``./run_all.sh --check SUITE`` fails when it differs."""
 from __future__ import annotations
@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pandas as pd
 
-from ..analysis.runlog import (SITTING_GAP, Entry, RunLog, by_commit, irregular, load_in, read,
-                               sittings, when)
+from ..analysis.runlog import (PERIOD_GAP, Entry, RunLog, by_commit, irregular, load_in, periods,
+                               read, when)
 from ..suites.suite import Suite
 
 
@@ -65,7 +65,7 @@ def render(suite: Suite, runs: Path, samples: Path | None, out_dir: Path, comman
     """The RUNLOG.md text of a suite: its run folders under ``runs``, the load samples file if
     any; links relative to ``out_dir``."""
     log = read(suite, runs, samples)
-    lines = _head(log, Path(out_dir), command) + _sittings(log) + _code(log) + _irregular(log)
+    lines = _head(log, Path(out_dir), command) + _periods(log) + _code(log) + _irregular(log)
     for dataset in dict.fromkeys(e.dataset for e in log.items):
         lines += ["", f"## {dataset}", ""]
         lines += _table(["run", "commit", "started", "ended", "wall s", "train s", "epochs", "load"], [
@@ -95,15 +95,15 @@ def _head(log: RunLog, out_dir: Path, command: str) -> list[str]:
             "the run ran: mean (max, samples); the workers alone make about one per worker.", ""]
 
 
-def _sittings(log: RunLog) -> list[str]:
-    lines = ["## Sittings", "", f"Consecutive runs at one code commit, none after a pause over "
-             f"{SITTING_GAP.seconds // 3600} h.", ""]
+def _periods(log: RunLog) -> list[str]:
+    lines = ["## Periods of work", "", f"Consecutive runs at one code commit, none after a pause "
+             f"over {PERIOD_GAP.seconds // 3600} h.", ""]
     return lines + _table(["#", "commit", "runs", "datasets", "from", "to", "run s", "load"], [
         [i + 1, g[0].commit[:7], len(g), ", ".join(f"{d} ({n})" for d, n in _count(g, lambda e: e.dataset)),
          when(g[0].start), when(max(e.end or e.start for e in g)),
          _num(sum(e.seconds or 0 for e in g), ".0f"),
          _load(log.load, g[0].start, max(e.end or e.start for e in g))]
-        for i, g in enumerate(sittings(log.items))])
+        for i, g in enumerate(periods(log.items))])
 
 
 def _code(log: RunLog) -> list[str]:

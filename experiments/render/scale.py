@@ -1,4 +1,4 @@
-"""performance.md's scale sections (the --scale run of ``python -m experiments.bench``): the graph,
+"""The performance page's scale sections (the --scale run of ``python -m experiments.bench``): the graph,
 its generation and partitions, each run's epoch times, memory and bytes, and what they show."""
 from __future__ import annotations
 

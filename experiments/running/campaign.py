@@ -1,7 +1,8 @@
-"""The fault campaign's trials (``python -m experiments.fault_campaign``; results/reliability.md):
-a run killed by a SIGKILL of a random rank at a random moment of a random epoch after the first
-checkpoint, then ``--resume``; the resumed run checked against the method's uninterrupted run, and
-the trial's committed checkpoint, damaged in a copy, refused in one line.
+"""The fault campaign's trials (``python -m experiments.fault_campaign``;
+results/reliability/README.md): a run killed by a SIGKILL of a random rank at a random moment of a
+random epoch after the first checkpoint, then ``--resume``; the resumed run checked against the
+method's uninterrupted run, and the trial's committed checkpoint, damaged in a copy, refused in one
+line.
 
 A trial, as a user meets it: the command runs as a real ``python -m digest train`` (2 workers,
 ``experiments/running/watch.py`` watching every process it starts). The fault is

@@ -8,7 +8,6 @@ from pathlib import Path
 
 from .suite import CONFIGS
 
-RESULTS = Path("results")
 ALIASES = {"full": "repro"}  # repro is a subset of full: same runs, same folders
 REPO = CONFIGS.parents[1]
 
@@ -18,7 +17,8 @@ def folders(suite_name: str) -> tuple[str, str, str]:
     if suite_name == "quick":
         return "results/quick", "plots/quick", "./run_all.sh --quick"
     if suite_name in ("full", "repro"):  # repro is a subset of full: same runs, same folders
-        return "results", "plots", "./run_all.sh" + ("" if suite_name == "full" else " --suite repro")
+        command = "./run_all.sh" + ("" if suite_name == "full" else " --suite repro")
+        return "results/repro", "plots/repro", command
     return f"results/{suite_name}", f"plots/{suite_name}", f"./run_all.sh --suite {suite_name}"
 
 
@@ -27,8 +27,9 @@ def runs_folder(suite_name: str) -> Path:
 
 
 def loadavg_path(suite_name: str) -> Path:
-    """The suite's committed load-average samples (experiments/running/loadavg.py): results/loadavg_<suite>.csv."""
-    return RESULTS / f"loadavg_{suite_name}.csv"
+    """The suite's committed load-average samples (experiments/running/loadavg.py): loadavg.csv in
+    its results folder (results/<suite>/loadavg.csv; full's are repro's)."""
+    return Path(folders(ALIASES.get(suite_name, suite_name))[0]) / "loadavg.csv"
 
 
 def runlog_path(suite_name: str) -> Path:
@@ -36,10 +37,8 @@ def runlog_path(suite_name: str) -> Path:
 
 
 def page_path(suite_name: str) -> Path:
-    """The suite's page: its folder's README.md; repro's is results/repro.md (its files are
-    results/'s top level, whose README.md is the index of every suite)."""
-    if ALIASES.get(suite_name, suite_name) == "repro":
-        return RESULTS / "repro.md"
+    """The suite's page: its results folder's README.md (full's is repro's, results/repro/README.md;
+    results/README.md is the index of every suite)."""
     return Path(folders(suite_name)[0]) / "README.md"
 
 
@@ -53,9 +52,9 @@ def committed_suites(root: Path = Path(".")) -> list[str]:
 
 def load_file(runs: Path, suite_name: str) -> Path:
     """Where the runner samples the machine's load beside a suite's runs: the committed samples
-    (``loadavg_path``) when ``runs`` is the suite's committed runs folder, else
-    loadavg_<suite>.csv beside the runs folder (a user's runs/<suite>/, say)."""
+    (``loadavg_path``: results/<suite>/loadavg.csv) when ``runs`` is the suite's committed runs
+    folder, else loadavg.csv beside the runs folder (a user's runs/<suite>/loadavg.csv, say)."""
     name = ALIASES.get(suite_name, suite_name)
     if Path(runs).resolve() == (REPO / runs_folder(name)).resolve():
         return REPO / loadavg_path(name)
-    return Path(runs).parent / f"loadavg_{name}.csv"
+    return Path(runs).parent / "loadavg.csv"

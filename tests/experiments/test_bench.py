@@ -80,7 +80,7 @@ def test_cpu_seconds_sum_the_workers_and_render_with_utilisation():
 
 def _committed_scale() -> dict:
     """The committed scale record (a fresh copy each call: tests edit it)."""
-    return json.loads((Path(perf_report.__file__).parents[2] / "results" / "performance.json")
+    return json.loads((Path(perf_report.__file__).parents[2] / "results" / "performance" / "performance.json")
                       .read_text())["scale"]
 
 
@@ -138,7 +138,7 @@ def test_every_sentence_of_the_committed_report_states_a_number():
     """An explanation only with the measurement that shows it. The committed
     performance.json rendered now (and a record with every ratio met) has no sentence without a
     number, and none of the fixed explanations that used to be chosen by a threshold."""
-    doc = json.loads((Path(perf_report.__file__).parents[2] / "results" / "performance.json")
+    doc = json.loads((Path(perf_report.__file__).parents[2] / "results" / "performance" / "performance.json")
                      .read_text())
     met = json.loads(json.dumps(doc))
     met["ratios"]["photo"]["ratio"] = 0.9
@@ -156,7 +156,7 @@ def test_every_sentence_of_the_committed_report_states_a_number():
 def test_history_rows_whose_code_no_commit_holds_are_not_reported():
     """A row without a commit (or with uncommitted changes) cannot be traced to
     code anyone can rerun: the report leaves it out and says how many; the json keeps it."""
-    doc = json.loads((Path(__file__).resolve().parents[2] / "results" / "performance.json").read_text())
+    doc = json.loads((Path(__file__).resolve().parents[2] / "results" / "performance" / "performance.json").read_text())
     hist = [{**h} for h in doc["ratios"]["history"][:1]]
     hist += [{**hist[0], "date": "no-commit", "git_commit": None},
              {**hist[0], "date": "dirty", "git_commit": "d9990238864d2b16b7601bd4d6873035d8fa2bb5-dirty"},
@@ -277,7 +277,7 @@ def test_physics_divides_by_the_sparse_features_variant_and_shows_the_dense_ones
 def test_a_run_that_skips_parts_keeps_them_with_the_run_that_measured_them():
     """--skip photo,digest: the kept parts carry their own run's date and command, the page says
     which run measured which part, and the history counts each part once, in its own run."""
-    doc = json.loads((Path(perf_report.__file__).parents[2] / "results" / "performance.json")
+    doc = json.loads((Path(perf_report.__file__).parents[2] / "results" / "performance" / "performance.json")
                      .read_text())
     old = doc["ratios"]
     old = {**old, **{k: {kk: vv for kk, vv in old[k].items() if kk != "run"}

@@ -1,5 +1,5 @@
 """The fault campaign's parts (experiments/fault_campaign.py, experiments/running/campaign.py, experiments/running/faults.py) on hand-made
-files and a bare interpreter; the campaign itself is a committed run (results/reliability.md), too
+files and a bare interpreter; the campaign itself is a committed run (results/reliability/README.md), too
 long for the tests."""
 from __future__ import annotations
 

@@ -51,9 +51,9 @@ def test_a_malformed_samples_line_is_one_line_naming_it(tmp_path, capsys):
 def test_the_runner_samples_the_load_while_it_runs(tmp_path):
     """``sampling`` appends one sample at once and one every ``every`` seconds, in the format
     ``samples`` reads, and stops with its block."""
-    path = tmp_path / "results" / "loadavg_x.csv"
-    path.parent.mkdir()
-    path.write_text("1796155563,3.0,2.8,1.4\n")  # an earlier sitting's: kept
+    path = tmp_path / "results" / "x" / "loadavg.csv"
+    path.parent.mkdir(parents=True)
+    path.write_text("1796155563,3.0,2.8,1.4\n")  # an earlier part's: kept
     with sampling(path, every=0.05):
         time.sleep(0.3)
     n = len(samples(path))

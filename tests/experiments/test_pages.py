@@ -5,6 +5,7 @@ not pair up is refused in one line. Tiny hand-made run folders and tables in tmp
 from __future__ import annotations
 
 import json
+import shutil
 import time
 from pathlib import Path
 
@@ -41,7 +42,7 @@ def suite(tmp_path):
     path, runs = fake_suite(tmp_path)
     stamp(runs, STARTS)
     t0 = 1796205600  # 2026-12-02T10:00:00 UTC
-    samples = tmp_path / "loadavg_fake.csv"
+    samples = runs.parent / "loadavg.csv"  # beside the runs, as results/<suite>/loadavg.csv
     samples.write_text("".join(f"{t0 + 20 * i},{1 + i / 10:.2f},1.00,1.00\n" for i in range(12)))
     return path, runs, samples
 
@@ -62,8 +63,8 @@ def test_runlog_is_generated_from_the_run_files_the_same_in_any_time_zone(suite,
         monkeypatch.delenv("TZ")
         time.tzset()
     assert "Command: `./run_all.sh --suite fake`" in text
-    assert "Runs: 3 complete of 3 planned" in text and "[../loadavg_fake.csv](../loadavg_fake.csv)" in text
-    # one sitting: 10:00:00 to 10:02:30 (the last start + 30 s), the samples inside it (t0 .. t0+150)
+    assert "Runs: 3 complete of 3 planned" in text and "[loadavg.csv](loadavg.csv)" in text
+    # one period of work: 10:00:00 to 10:02:30 (last start + 30 s), the samples inside it (t0 .. t0+150)
     assert ("| 1 | abc1234 | 3 | toy (3) | 2026-12-02 10:00:00 | 2026-12-02 10:02:30 | 91 | "
             "1.35 (max 1.70, 8) |") in text
     assert ("| exact_w2_s0 | abc1234 | 2026-12-02 10:00:00 | 2026-12-02 10:00:30 | 30.4 | 20.0 | 3 | "
@@ -89,7 +90,26 @@ def test_runlog_lists_reruns_commits_and_summaries_that_differ_from_their_plan(s
     assert ("toy/digest-I10_w2_s0: summary.json's config differs from run.json's flags in hidden "
             "(16, planned 8)") in notes
     assert "toy/digest-I10_w2_s0: code commit def5678-dirty" in notes
-    assert "| def5678 |" in text.split("## Sittings")[1].split("## Code")[0]  # a sitting of its own
+    assert "| def5678 |" in text.split("## Periods of work")[1].split("## Code")[0]  # a period of its own
+
+
+def test_a_run_folder_moved_with_its_suite_is_read_where_it_lies(suite, tmp_path):
+    """The --out path a run's argv and command record (provenance) is not where it must lie: the
+    suite's folder moved (results/ -> elsewhere/fake/) gives the same RUNLOG.md, nothing flagged."""
+    path, runs, samples = suite
+    for d in sorted(runs.glob("*/*/")):
+        out = ["--out", f"results/runs/{d.parent.name}/{d.name}"]
+        info = json.loads((d / "run.json").read_text())
+        (d / "run.json").write_text(json.dumps({**info, "argv": ["python", "-m", "digest", *out]}))
+        summary = json.loads((d / "summary.json").read_text())
+        summary["command"] = " ".join(["python", "-m", "digest", *out])
+        (d / "summary.json").write_text(json.dumps(summary))
+    text = render(path, runs, samples, tmp_path)
+    moved = tmp_path / "elsewhere" / "fake"
+    shutil.copytree(runs.parent, moved)
+    assert runlog.render(load_suite(path), moved / "runs", moved / "loadavg.csv", moved,
+                         "./run_all.sh --suite fake") == text
+    assert "None: every run folder is a planned run" in text
 
 
 def test_runlog_lists_specs_renamed_since_a_run_and_runs_on_a_graph_their_spec_no_longer_gives(
@@ -177,35 +197,35 @@ def write_tables(results: Path, rows: list, cluster: list | None = None) -> None
 
 def test_headline_rows_come_from_the_committed_tables(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
-    write_tables(Path("results"), [("CS", "exact", 0.9275, 1.0), ("CS", "partition", 0.9216, 1.41),
+    write_tables(Path("results/repro"), [("CS", "exact", 0.9275, 1.0), ("CS", "partition", 0.9216, 1.41),
                                    ("CS", "digest-I10", 0.92794, 1.16), ("Physics", "exact", 0.96, 1.0)])
     write_tables(Path("results/cluster"), [
         (headline.PRODUCTS, f"{m}@{bw}", t, s) for m, t, s in (("exact", 0.9874, 1.0),
                                                                ("digest-I10", 0.9867, 6.93))
         for bw in ("10gbit", "1gbit", "50mbit")],
         cluster=[(headline.PRODUCTS, bw, b) for bw, b in (("1gbit", 1e9), ("50mbit", 5e7), ("10gbit", 1e10))])
-    Path("results/repro.md").write_text("page\n")
+    Path("results/repro/README.md").write_text("page\n")
     keys = (headline.Key("repro", ("CS",), ("partition", "digest-I10", "varco-variable")),
             headline.Key("cluster", (headline.PRODUCTS,), ("digest-I10",), emulated=True))
     text = headline.table(Path("."), keys=keys)
     assert text == headline.table(Path("."), keys=keys)
     body = [line for line in text.splitlines() if line.startswith("| [")]
     assert body == [  # no varco rows: the tables have none; cluster: highest, then lowest bandwidth
-        "| [repro](results/repro.md) | CS | partition | 4 | loopback | 3 | 92.16 ± 0.40 | "
+        "| [repro](results/repro/README.md) | CS | partition | 4 | loopback | 3 | 92.16 ± 0.40 | "
         "92.75 ± 0.40 | -0.59 | not timed with A/A |",
-        "| [repro](results/repro.md) | CS | digest-I10 | 4 | loopback | 3 | 92.79 ± 0.40 | "
+        "| [repro](results/repro/README.md) | CS | digest-I10 | 4 | loopback | 3 | 92.79 ± 0.40 | "
         "92.75 ± 0.40 | +0.04 | not timed with A/A |",
         "| [cluster](results/cluster/tables.md) | sweep-40k (synthetic) | digest-I10 | 4 | "
         "emulated 10gbit | 3 | 98.67 ± 0.40 | 98.74 ± 0.40 | -0.07 | not timed with A/A |",
         "| [cluster](results/cluster/tables.md) | sweep-40k (synthetic) | digest-I10 | 4 | "
         "emulated 50mbit | 3 | 98.67 ± 0.40 | 98.74 ± 0.40 | -0.07 | not timed with A/A |"]
     assert "products-like" not in text  # the 40,000-node sweep graph has a name of its own
-    assert "](repro.md)" in headline.table(Path("results"), keys=keys)  # links from results/
+    assert "](repro/README.md)" in headline.table(Path("results"), keys=keys)  # links from results/
 
 
 def test_a_speed_suite_s_paired_speedup_replaces_the_ratio_of_means(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
-    write_tables(Path("results"), [("CS", "exact", 0.9275, 1.0), ("CS", "partition", 0.9216, 1.41),
+    write_tables(Path("results/repro"), [("CS", "exact", 0.9275, 1.0), ("CS", "partition", 0.9216, 1.41),
                                    ("CS", "digest-I10", 0.92794, 1.16)])
     keys = (headline.Key("repro", ("CS",), ("partition", "digest-I10"), speed="repro_speed"),)
     before = headline.table(Path("."), keys=keys)
@@ -234,16 +254,16 @@ def test_a_one_seed_row_is_compared_with_exact_at_its_seed(tmp_path, monkeypatch
     """A method run at seed 0 only, against exact at 3 seeds: exact's column and the difference are
     exact's seed 0 from runs.csv (not its 3-seed mean); without runs.csv, the mean."""
     monkeypatch.chdir(tmp_path)
-    write_tables(Path("results"), [("CS", "exact", 0.92, 1.0), ("CS", "sat-I10", 0.91, 0.1)])
-    acc = pd.read_csv("results/accuracy.csv")
+    write_tables(Path("results/repro"), [("CS", "exact", 0.92, 1.0), ("CS", "sat-I10", 0.91, 0.1)])
+    acc = pd.read_csv("results/repro/accuracy.csv")
     acc.loc[acc.method == "sat-I10", ["seeds", "test_at_best_val"]] = [1, "91.00"]
-    acc.to_csv("results/accuracy.csv", index=False)
+    acc.to_csv("results/repro/accuracy.csv", index=False)
     keys = (headline.Key("repro", ("CS",), ("sat-I10",)),)
     mean = [line for line in headline.table(Path("."), keys=keys).splitlines() if "| [" in line]
     assert mean[0].endswith("| 1 | 91.00 | 92.00 ± 0.40 | -1.00 | not timed with A/A |")
     pd.DataFrame([{"dataset": "CS", "method": m, "workers": 4, "seed": seed, "test_at_best_val": t}
                   for m, seed, t in (("exact", 0, 0.9325), ("exact", 1, 0.91), ("exact", 2, 0.9175),
-                                     ("sat-I10", 0, 0.91))]).to_csv("results/runs.csv", index=False)
+                                     ("sat-I10", 0, 0.91))]).to_csv("results/repro/runs.csv", index=False)
     paired = [line for line in headline.table(Path("."), keys=keys).splitlines() if "| [" in line]
     assert paired[0].endswith("| 1 | 91.00 | 93.25 (seed 0) | -2.25 | not timed with A/A |")
 

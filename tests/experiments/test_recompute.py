@@ -52,7 +52,7 @@ def test_recompute_reproduces_then_reports_each_difference(tmp_path, capsys):
 # -- every committed suite -----------------------------------------------------------------------
 def committed_suites() -> list[str]:
     """The suites of experiments/configs whose tables are committed: their tables.md (where
-    run_all.sh writes it) names the suite's own command (results/ holds repro's, not full's)."""
+    run_all.sh writes it) names the suite's own command (results/repro/ holds repro's, not full's)."""
     out = []
     for path in sorted(CONFIGS.glob("*.yaml")):
         name = load_suite(str(path)).name

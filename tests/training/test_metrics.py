@@ -33,7 +33,7 @@ def test_git_commit_is_dirty_for_code_changes_not_for_committed_results(tmp_path
     code as uncommitted; a change to a tracked source file must."""
     from digest.training.metrics import git_commit
     git = ["git", "-c", "user.name=t", "-c", "user.email=t@t", "-c", "commit.gpgsign=false"]
-    for f in ("digest/x.py", "results/runs/a/summary.json", "plots/p.png", "results/tables.md"):
+    for f in ("digest/x.py", "results/repro/runs/a/summary.json", "plots/repro/p.png", "results/repro/tables.md"):
         (tmp_path / f).parent.mkdir(parents=True, exist_ok=True)
         (tmp_path / f).write_text("0\n")
     subprocess.run(["git", "init", "-q"], cwd=tmp_path, check=True)
@@ -41,7 +41,7 @@ def test_git_commit_is_dirty_for_code_changes_not_for_committed_results(tmp_path
     subprocess.run([*git, "commit", "-q", "-m", "c"], cwd=tmp_path, check=True)
     head = git_commit(tmp_path / "digest")
     assert len(head) == 40 and not head.endswith("-dirty")
-    for f in ("results/runs/a/summary.json", "plots/p.png", "results/tables.md"):
+    for f in ("results/repro/runs/a/summary.json", "plots/repro/p.png", "results/repro/tables.md"):
         (tmp_path / f).write_text("1\n")
     (tmp_path / "digest" / "new.py").write_text("untracked\n")
     assert git_commit(tmp_path / "digest") == head

@@ -25,7 +25,7 @@ TWINS = re.compile(r"-(aa|noquota)$")
 
 
 def suite_of(directory: Path, root: Path = ROOT) -> str:
-    """``results/runs/CS/exact_w4_s0`` -> "runs"; ``results/wave2/runs/...`` -> "wave2"."""
+    """``results/repro/runs/CS/exact_w4_s0`` -> "repro"; ``results/wave2/runs/...`` -> "wave2"."""
     first = directory.relative_to(root).parts[0]
     return first
 
