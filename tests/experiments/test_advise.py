@@ -15,6 +15,7 @@ from digest.advise.traffic import count
 from digest.config import TrainConfig
 from experiments import advise
 from experiments.analysis.advise import check as advise_check, fit as advise_fit, table as advise_table
+from helpers import needs_shared
 from experiments.analysis.advise.runs import Timed
 from fake_runs import write_run
 from helpers import small_graph
@@ -78,6 +79,9 @@ def test_the_fits_pricing_is_the_library(tmp_path):
 
 
 @pytest.mark.slow
+@needs_shared("CS")
+@needs_shared("Physics")
 @pytest.mark.parametrize("what", ["table", "fit", "check"])
 def test_committed_files_are_what_the_commands_give(what):
+    """The graphs' statistics are computed from CS and Physics (copied from ../shared/datasets)."""
     assert advise.main([what, "--check"]) == 0
