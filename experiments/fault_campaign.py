@@ -6,24 +6,11 @@ damaged in a copy, refused in one line::
     python -m experiments.fault_campaign --trials 10      # every method; results/reliability/
     python -m experiments.fault_campaign --methods exact --trials 2 --out /tmp/f --report /tmp/f/r.md
 
-A trial, as a user meets it (experiments/running/campaign.py): the command runs as a real
-``python -m digest train`` (2 workers, ``experiments/running/watch.py`` watching every process it
-starts). The fault is ``experiments/running/faults.py``'s epoch hook: a SIGKILL of rank ``rank``
-at a random moment of step ``epoch`` or the first step after it that starts with a checkpoint
-committed. Then:
-
-- the killed run must fail with one line naming a lost worker, leave no result and no process;
-- a copy of the run whose committed checkpoint file is corrupted (a byte flipped) or truncated
-  must be refused in one line by ``--resume``;
-- a newer, damaged, uncommitted set is planted (as a kill while writing one leaves it) unless the
-  kill left one itself; ``--resume`` must still continue from the committed set to the end;
-- synchronous methods: every metrics.csv row (epoch, loss, accuracies) equal to the
-  uninterrupted run's; DIGEST-A (asynchronous, so a continuation and not a replay): the whole
-  budget (epochs x workers gradients) and final and best accuracies within ``ACC_TOL``;
-- no process, no network namespace and no temp file left behind.
+A trial, as a user meets it, and the checks it must pass: experiments/running/campaign.py.
 
 Writes ``OUT/trials.csv`` (one row per trial) and the report (``--report``, by default
-``OUT/README.md``; markdown: experiments/render/reliability.py) with the command, the machine and the versions. Trials of a method run one after another; the runs live in ``--work``.
+``OUT/README.md``; markdown: experiments/render/reliability.py) with the command, the machine and
+the versions. Trials of a method run one after another; the runs live in ``--work``.
 """
 from __future__ import annotations
 
