@@ -78,8 +78,9 @@ def convergence(loaded: Loaded, q: float = Q) -> dict[str, Convergence]:
         c.test[r.seed] = float(r.summary["test_at_best_val"])
         c.best_val[r.seed] = float(r.summary["best_val"])
         c.best_epoch[r.seed] = int(r.summary.get("best_epoch", m["val_acc"].idxmax())) + 1
-        c.mib += float(m["bytes_total"].mean()) / 2**20 / len(
-            [x for x in loaded.records if x.label == r.label])  # the mean over seeds
+        c.mib += float(m["bytes_total"].mean()) / 2**20
+    for c in out.values():  # the sum over seeds -> their mean
+        c.mib /= len(c.seeds)
     return out
 
 
