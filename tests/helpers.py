@@ -25,6 +25,8 @@ from pathlib import Path
 import pytest
 import torch
 
+from digest.runtime import faults
+
 ROOT = Path(__file__).resolve().parents[1]
 TESTS = ROOT / "tests"
 SHARED_DATASETS = ROOT.parent / "shared" / "datasets"
@@ -240,9 +242,7 @@ def hidden(ranks: list, run: str, key: str = "bytes_halo_fwd") -> list:
 
 
 # -- the command line ------------------------------------------------------------------------------
-FAULTS = ("DIGEST_TEST_KILL_RANK", "DIGEST_TEST_KILL_EPOCH", "DIGEST_TEST_RAISE_RANK",
-          "DIGEST_TEST_KILL_AFTER", "DIGEST_TEST_STOP_RANK", "DIGEST_EPOCH_HOOK")
-HOOK = f"{TESTS / 'faults.py'}:inject"  # the trainer's epoch hook that injects them
+FAULTS = ("DIGEST_FAULT", "DIGEST_EPOCH_HOOK")  # digest/runtime/faults.py: the fault and its hook
 
 
 def cli(args, data_root, cwd, env: dict | None = None, timeout: float = 240,
@@ -250,14 +250,14 @@ def cli(args, data_root, cwd, env: dict | None = None, timeout: float = 240,
     """``python -m digest *args`` as a user runs it (experiments/running/watch.py: a new interpreter in a
     session of its own, every process it starts watched; past ``timeout`` its process group and
     every process it started are SIGKILLed and TimeoutError raised). ``env`` adds variables (the
-    fault-injection hooks of tests/faults.py); ``interrupt_when``: Ctrl-C once that file exists
+    fault to inject: ``DIGEST_FAULT``, digest/runtime/faults.py); ``interrupt_when``: Ctrl-C once that file exists
     (an event, never a fixed delay); ``program``: another command than ``python -m digest``
     (torchrun, run_all.sh)."""
     from experiments.running.watch import run
     full = {k: v for k, v in os.environ.items() if k not in FAULTS and k != "DIGEST_DEBUG"}
     full.update(DIGEST_DATA=str(data_root), PYTHONPATH=str(ROOT), **(env or {}))
-    if set(env or ()) & set(FAULTS):
-        full["DIGEST_EPOCH_HOOK"] = HOOK
+    if "DIGEST_FAULT" in (env or {}):
+        full["DIGEST_EPOCH_HOOK"] = faults.HOOK
     # the one warning pytest.ini also ignores (torch's, from digest/models/sparse.py's CSR tensors)
     full["PYTHONWARNINGS"] = "ignore:Sparse invariant checks are implicitly disabled:UserWarning"
     argv = program if program is not None else [sys.executable, "-m", "digest"]

@@ -37,7 +37,8 @@ class Trainer:
 
     Args:
         hooks: callables ``hook(epoch, rank)`` run at the start of every step (tests inject
-            faults through them; ``DIGEST_EPOCH_HOOK`` names one for a CLI run).
+            faults through them; ``DIGEST_EPOCH_HOOK`` names one for a CLI run, e.g.
+            digest/runtime/faults.py).
     """
 
     def __init__(self, cfg: TrainConfig, rt: comm.Runtime, part: LocalPart, hooks=()):

@@ -39,7 +39,7 @@ def report(trials: list[dict], command: str, seconds: float,
         f"--dropout 0 --epochs {EPOCHS} --checkpoint-every {EVERY}` (DIGEST methods: "
         "`--sync-interval 3`; DIGEST-A: `--eval-every 5`), "
         "rank `rank` SIGKILLed at a random moment of a random step `epoch` (or the first step "
-        "after it that starts with a checkpoint committed; experiments/running/faults.py); then a copy "
+        "after it that starts with a checkpoint committed; digest/runtime/faults.py); then a copy "
         "of the run with its committed checkpoint file corrupted (odd trials: truncated) must be "
         "refused by `--resume` in one line; then a newer damaged set is planted where the kill "
         "left none, and `--resume` must finish the run. Synchronous methods: every metrics.csv "

@@ -6,7 +6,7 @@ line.
 
 A trial, as a user meets it: the command runs as a real ``python -m digest train`` (2 workers,
 ``experiments/running/watch.py`` watching every process it starts). The fault is
-``experiments/running/faults.py``'s epoch hook: a SIGKILL of rank ``rank`` at a random moment of
+``digest/runtime/faults.py``'s epoch hook: a SIGKILL of rank ``rank`` at a random moment of
 step ``epoch`` or the first step after it that starts with a checkpoint committed. Then:
 
 - the killed run must fail with one line naming a lost worker, leave no result and no process;
@@ -30,6 +30,8 @@ import subprocess
 import sys
 import zipfile
 from pathlib import Path
+
+from digest.runtime import faults
 
 from ..suites.registry import register_methods
 from .watch import run
@@ -68,7 +70,7 @@ def environment(data: Path, fault: str | None = None) -> dict:
     env.update(DIGEST_DATA=str(data), PYTHONPATH=str(ROOT))
     env["PYTHONWARNINGS"] = "ignore:Sparse invariant checks are implicitly disabled:UserWarning"
     if fault:
-        env.update(DIGEST_EPOCH_HOOK="experiments.running.faults:inject", DIGEST_FAULT=fault)
+        env.update(DIGEST_EPOCH_HOOK=faults.HOOK, DIGEST_FAULT=fault)
     return env
 
 
@@ -140,7 +142,7 @@ def trial(method: str, i: int, rng: random.Random, ref: Path, work: Path, data: 
     before = namespaces()
     committed = out / "checkpoint" / "config.json"
     hit = digest(train_args(method, out), work,
-                 environment(data, f"{rank}:{epoch}:{fraction:.3f}:{committed}"))
+                 environment(data, f"kill,rank={rank},from={epoch},delay={fraction:.3f},after={committed}"))
     lines = hit.lines
     row.update(killed_rc=hit.rc, killed_lines=len(lines), error=lines[-1] if lines else "",
                names_rank=bool(lines) and f"rank {rank} (killed by signal SIGKILL)" in lines[-1],

@@ -131,8 +131,7 @@ def runs(tmp_path_factory):
     done = cli(train(direct), data, tmp)
     assert done.rc == 0, done.stderr[-3000:]
     first_set = run / "checkpoint" / "config.json"  # committed: rank 1 dies at its next step
-    hit = cli(train(run), data, tmp, env={"DIGEST_TEST_KILL_RANK": "1",
-                                          "DIGEST_TEST_KILL_AFTER": str(first_set)})
+    hit = cli(train(run), data, tmp, env={"DIGEST_FAULT": f"kill,rank=1,after={first_set}"})
     killed = {"hit": hit, "files": sorted(p.name for p in run.iterdir()),
               "progress": rows(run / "progress.csv") if (run / "progress.csv").exists() else None,
               "config": json.loads((run / "checkpoint" / "config.json").read_text())}

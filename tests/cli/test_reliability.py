@@ -14,7 +14,8 @@ import json
 
 import pytest
 
-from helpers import DATASET, HOOK, cli, here, leftovers, metrics_of
+from digest.runtime import faults
+from helpers import DATASET, cli, here, leftovers, metrics_of
 
 pytestmark = pytest.mark.slow
 EPOCHS, EVERY, FAULT_EPOCH = 10, 4, 6
@@ -75,13 +76,12 @@ def test_one_worker_exact_deterministic_and_resumes_after_a_failure(tmp_path, da
     expected = reference("exact", 1, ref, data, tmp_path, capsys, subprocess=True)
     rc, err = here(train("exact", 1, tmp_path / "again"), capsys)  # the same command again
     assert rc == 0 and metrics_of(tmp_path / "again" / "metrics.csv") == expected
-    monkeypatch.setenv("DIGEST_EPOCH_HOOK", HOOK)
-    monkeypatch.setenv("DIGEST_TEST_RAISE_RANK", "0")
-    monkeypatch.setenv("DIGEST_TEST_KILL_EPOCH", str(FAULT_EPOCH))
+    monkeypatch.setenv("DIGEST_EPOCH_HOOK", faults.HOOK)
+    monkeypatch.setenv("DIGEST_FAULT", f"raise,rank=0,epoch={FAULT_EPOCH}")
     rc, err = here(train("exact", 1, run), capsys)
     assert rc == 1 and err == [f"error: RuntimeError: injected failure in rank 0 at epoch "
                                f"{FAULT_EPOCH} (set DIGEST_DEBUG=1 for the traceback)"]
-    monkeypatch.delenv("DIGEST_TEST_RAISE_RANK")
+    monkeypatch.delenv("DIGEST_FAULT", raising=False)  # the hook pops it once it fired
     assert_no_result(run)
     # the newest complete checkpoint set is committed in config.json; older sets are gone
     assert json.loads((run / "checkpoint" / "config.json").read_text())["epoch"] == EVERY
@@ -94,7 +94,7 @@ def test_one_worker_digest_killed_process_group_resumes(tmp_path, data, capsys):
     ref, run = tmp_path / "ref", tmp_path / "run"
     expected = reference("digest", 1, ref, data, tmp_path, capsys, subprocess=False)
     hit = cli(train("digest", 1, run), data, tmp_path,
-              env={"DIGEST_TEST_KILL_RANK": "group", "DIGEST_TEST_KILL_EPOCH": str(FAULT_EPOCH)})
+              env={"DIGEST_FAULT": f"kill,rank=group,epoch={FAULT_EPOCH}"})
     assert hit.rc == -9 and hit.survivors == []
     assert_no_result(run)
     assert_progress_prefix(run, expected)
@@ -108,7 +108,7 @@ def test_two_workers_exact_sigkilled_worker_fails_fast_then_resumes(tmp_path, da
     # the reference's, and after --resume all of its rows are (determinism with 2 workers; a
     # third full run would cost another launch).
     hit = cli(train("exact", 2, run), data, tmp_path,
-              env={"DIGEST_TEST_KILL_RANK": "1", "DIGEST_TEST_KILL_EPOCH": str(FAULT_EPOCH)})
+              env={"DIGEST_FAULT": f"kill,rank=1,epoch={FAULT_EPOCH}"})
     assert hit.rc == 1 and hit.survivors == [], (hit.rc, hit.survivors)
     assert hit.lines == ["error: lost worker rank 1 (killed by signal SIGKILL)"], hit.stderr
     assert_no_result(run)
@@ -128,7 +128,7 @@ def test_two_workers_digest_exception_in_one_worker_then_resumes(tmp_path, data,
     ref, run = tmp_path / "ref", tmp_path / "run"
     expected = reference("digest", 2, ref, data, tmp_path, capsys, subprocess=True)
     hit = cli(train("digest", 2, run), data, tmp_path,
-              env={"DIGEST_TEST_RAISE_RANK": "1", "DIGEST_TEST_KILL_EPOCH": str(FAULT_EPOCH)})
+              env={"DIGEST_FAULT": f"raise,rank=1,epoch={FAULT_EPOCH}"})
     assert hit.rc == 1 and hit.survivors == []
     assert hit.stderr.count("Traceback") == 1, hit.stderr  # the failing worker's, once
     assert f"RuntimeError: injected failure in rank 1 at epoch {FAULT_EPOCH}" in hit.stderr
@@ -165,8 +165,7 @@ def test_a_worker_that_stops_answering_ends_the_run_naming_it(tmp_path, data):
     run = tmp_path / "run"
     args = ["train", "--dataset", DATASET, "--method", "exact", "--workers", 2, "--hidden", 16,
             "--epochs", EPOCHS, "--timeout", 5, "--no-progress", "--out", run]
-    hit = cli(args, data, tmp_path, env={"DIGEST_TEST_STOP_RANK": "1",
-                                         "DIGEST_TEST_KILL_EPOCH": str(FAULT_EPOCH)})
+    hit = cli(args, data, tmp_path, env={"DIGEST_FAULT": f"stop,rank=1,epoch={FAULT_EPOCH}"})
     assert hit.rc == 1 and hit.survivors == [], (hit.rc, hit.survivors, hit.stderr[-3000:])
     assert "Traceback" not in hit.stderr and hit.lines[-1] == (  # before it: the cache built
         "error: lost worker rank 1 (stopped answering: its process was stopped, not running), "

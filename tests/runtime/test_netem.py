@@ -132,7 +132,7 @@ def test_every_method_runs_the_same_command(method, tmp_path, clean):
 @pytest.mark.slow
 def test_a_killed_worker_leaves_nothing(tmp_path, clean):
     done = cli(train(tmp_path / "run", epochs=20), tmp_path / "data", tmp_path,
-               env={"DIGEST_TEST_KILL_EPOCH": "3", "DIGEST_TEST_KILL_RANK": "1"}, timeout=300)
+               env={"DIGEST_FAULT": "kill,rank=1,epoch=3"}, timeout=300)
     assert done.rc == 1 and done.survivors == []
     assert done.lines[-1] == "error: lost worker rank 1 (killed by signal SIGKILL)", done.stderr
 
@@ -142,7 +142,7 @@ def test_the_whole_run_killed_leaves_nothing(tmp_path, clean):
     """SIGKILL to the launcher's process group (launcher and workers at once): the watchdog
     deletes the namespaces the launcher could not."""
     done = cli(train(tmp_path / "run", epochs=20), tmp_path / "data", tmp_path,
-               env={"DIGEST_TEST_KILL_EPOCH": "3", "DIGEST_TEST_KILL_RANK": "group"}, timeout=300)
+               env={"DIGEST_FAULT": "kill,rank=group,epoch=3"}, timeout=300)
     assert done.rc == -9 and done.survivors == []
 
 
