@@ -139,11 +139,12 @@ class Sizes:
 
 def exact_step(sizes: Sizes, step: int) -> Step:
     """Exact (docs/methods.md section 2): every hidden layer's rows forward and gradients back,
-    every step; layer 0's features once."""
+    every step (``--halo-grad off``: no gradients); layer 0's features once."""
     out = [sizes.input_fetch()] if step == 0 else []
+    back = getattr(sizes.options, "halo_grad", "on") == "on"
     for l in sizes.hidden:
-        out += [sizes.rows(4 * sizes.widths[l], "halo_fwd"),
-                sizes.rows(4 * sizes.widths[l], "halo_bwd", back=True)]
+        out += [sizes.rows(4 * sizes.widths[l], "halo_fwd")]
+        out += [sizes.rows(4 * sizes.widths[l], "halo_bwd", back=True)] if back else []
     return Step(out + sizes.param_sync(step), "grad")
 
 

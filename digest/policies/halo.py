@@ -15,6 +15,7 @@ from torch import Tensor
 
 from ..data.local_graph import LocalPart
 from ..methods import register
+from ..options import Options, option
 from ..runtime import comm
 from .counting import exact_step
 from .params import ParamOptions, make_param_policy
@@ -101,16 +102,18 @@ class HaloPolicy:
 
 class ExactHalo(HaloPolicy):
     """Propagation-based: fresh halo rows every layer of every step, gradients sent back.
-    ``fwd="eval"`` keeps evaluation traffic out of the training byte counts."""
+    ``fwd="eval"`` keeps evaluation traffic out of the training byte counts; ``detach``: the rows
+    are sent without their gradient (nothing goes back)."""
 
-    def __init__(self, part: LocalPart, plan: HaloPlan, fwd: str = "halo_fwd"):
+    def __init__(self, part: LocalPart, plan: HaloPlan, fwd: str = "halo_fwd",
+                 detach: bool = False):
         super().__init__(part, plan)
-        self.fwd = fwd
+        self.fwd, self.detach = fwd, detach
 
     def halo(self, layer, h_inner):
         if comm.world_size() == 1 and not sum(self.plan.recv_counts):
             return None  # one process alone has no halo
-        return exchange(h_inner, self.plan, self.fwd)
+        return exchange(h_inner.detach() if self.detach else h_inner, self.plan, self.fwd)
 
 
 class NoHalo(HaloPolicy):
@@ -122,7 +125,15 @@ class NoHalo(HaloPolicy):
         return None
 
 
+@dataclass
+class ExactOptions(Options):
+    """Exact's one ablation: its halo gradient (what DIGEST gives up beside freshness)."""
+    halo_grad: str = option("on", "off: the halo rows are detached, fresh forward but no halo "
+                            "gradient sent back (an ablation: DIGEST's missing halo gradient "
+                            "without its staleness)", choices=("on", "off"))
+
+
 @register("exact", "propagation-based: fresh halos forward and backward (full communication)",
-          options=(ParamOptions,), traffic=exact_step)
+          options=(ParamOptions, ExactOptions), traffic=exact_step)
 def exact(cfg, part, plan, model):
-    return ExactHalo(part, plan), make_param_policy(cfg)
+    return ExactHalo(part, plan, detach=cfg.options.halo_grad == "off"), make_param_policy(cfg)

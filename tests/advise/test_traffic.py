@@ -14,6 +14,7 @@ from helpers import PART_OF, launch_world, small_graph, toy_graph, train_runs
 
 RUNS = {  # every method whose bytes are known in advance, with options that exercise its periods
     "exact": {"method": "exact"},
+    "exact-detached": {"method": "exact", "halo_grad": "off"},
     "partition": {"method": "partition"},
     "partition-pa2": {"method": "partition", "local_steps": 2},
     "digest": {"method": "digest", "sync_interval": 2},

@@ -16,6 +16,8 @@ from helpers import files_under, here
 BAD = [
     # every method's parameter sync (ParamOptions)
     ("--local-steps", "0", "--local-steps must be >= 1"),
+    # exact's ablation (ExactOptions)
+    ("--halo-grad", "maybe", "argument --halo-grad: invalid choice: 'maybe'"),
     # the store (DIGEST, DIGEST-A, SAT, vanishing)
     ("--sync-interval", "0", "--sync-interval must be >= 1"),
     ("--sync-interval", "2.5", "argument --sync-interval: invalid int value: '2.5'"),

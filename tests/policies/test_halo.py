@@ -6,7 +6,7 @@ import torch
 from digest.runtime import comm
 from digest.data.cache import load_book, prepare_partition
 from digest.config import TrainConfig
-from digest.policies.halo import HaloPlan, exchange
+from digest.policies.halo import ExactHalo, HaloPlan, exchange
 from digest.data.synthetic import make_synthetic
 from digest.training.trainer import Trainer
 from helpers import run_workers
@@ -19,6 +19,16 @@ def exchange_ids(cfg, rt, part):
     halo = exchange(ids, plan)
     halo.sum().backward()  # each owner gets one gradient per peer that holds the row
     return halo.squeeze(1).long(), part.global_ids[part.n_inner:], ids.grad.squeeze(1)
+
+
+def detached_ids(cfg, rt, part):
+    """exact --halo-grad off: the same rows arrive, no gradient goes back, no backward bytes."""
+    ids = part.global_ids[: part.n_inner].double().unsqueeze(1).requires_grad_()
+    comm.traffic.reset()
+    halo = ExactHalo(part, HaloPlan.of(part), detach=True).halo(1, ids)
+    (ids.sum() + halo.sum()).backward()  # the inner rows' own term keeps a graph to run
+    return halo.squeeze(1).long(), part.global_ids[part.n_inner:], ids.grad.squeeze(1), \
+        comm.traffic.snapshot()["bytes_halo_bwd"]
 
 
 def two_epochs(cfg, rt, part):
@@ -43,6 +53,14 @@ def test_exchange_delivers_halo_rows_and_gradients(tmp_path):
             if p != m:
                 times_sent[book.send[m][p]] += 1
         assert torch.equal(grad, times_sent)
+
+
+def test_a_detached_halo_sends_rows_but_no_gradient(tmp_path):
+    graph = make_synthetic(nodes=200, classes=3, avg_degree=6, features=8, seed=5)
+    part_dir = prepare_partition("halo", 3, "metis", 0, tmp_path, graph=graph)
+    for received, halo_ids, grad, bwd in run_workers(detached_ids, TrainConfig.of(), part_dir, 3):
+        assert torch.equal(received, halo_ids)
+        assert torch.equal(grad, torch.ones_like(grad)) and bwd == 0  # only its own term's 1
 
 
 def test_forward_halo_bytes_match_the_partition_book(tmp_path):
