@@ -11,7 +11,9 @@ experiments/suites/layout.py) with its key tables as its tables.md has them (acc
 speedup, measured; an emulated suite's ms per epoch at each bandwidth; stragglers) and links to
 its plots, the main one shown. Always: the cross-suite table (experiments/render/headline.py) between
 ``<!-- generated:headline:begin ... -->`` and ``<!-- generated:headline:end -->`` in
-results/README.md and README.md, and, once results/quick/tables.md exists, the quick suite's
+results/README.md and README.md; the A/A noise floor across suites (experiments/render/noise.py)
+between ``<!-- generated:noise:begin ... -->`` and ``<!-- generated:noise:end -->`` in
+results/README.md; and, once results/quick/tables.md exists, the quick suite's
 accuracy table and main plot between ``<!-- generated:quick:begin ... -->`` and
 ``<!-- generated:quick:end -->`` in README.md. A page without a block is left alone; a begin
 marker without its end marker is an error (one line). Everything outside the blocks is kept
@@ -26,7 +28,7 @@ import os
 import sys
 from pathlib import Path
 
-from .render import headline, runlog
+from .render import headline, noise, runlog
 from .render.blocks import MarkerError, fill
 from .render.suite_block import quick_block, suite_block
 from .suites.layout import committed_suites, folders, loadavg_path, page_path
@@ -55,7 +57,8 @@ def add_shared(out: dict, pages=SHARED_PAGES) -> dict:
         if page in out or page.exists():
             out[page] = fill(out[page] if page in out else page.read_text(),
                              {"headline": headline.table(page.parent),
-                              "quick": quick_block(page.parent)}, str(page))
+                              "quick": quick_block(page.parent),
+                              "noise": noise.block()}, str(page))
     return out
 
 
@@ -117,7 +120,7 @@ def main(argv=None) -> int:
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--suite", action="append", default=None,
                    help="only this suite's RUNLOG.md and page (repeatable; default: every "
-                   "committed suite); the headline and quick blocks always")
+                   "committed suite); the headline, quick and noise blocks always")
     p.add_argument("--check", action="store_true", help="write nothing; list every difference")
     args = p.parse_args(argv)
     cwd = os.getcwd()
@@ -129,7 +132,7 @@ def main(argv=None) -> int:
             for line in diff:
                 print(line)
             print(f"pages: {len(diff)} difference(s)" if diff else
-                  f"pages: {', '.join(s.name for s in suites)}, the headline and quick blocks as generated",
+                  f"pages: {', '.join(s.name for s in suites)}, the headline, quick and noise blocks as generated",
                   file=sys.stderr)
             return 1 if diff else 0
         written = write(outputs(suites))

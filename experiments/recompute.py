@@ -12,7 +12,7 @@ in the header) into a temporary folder, then compares them with the committed on
 line per difference on stdout, exit status 1 if there is any. Plots are not compared (a PNG's bytes
 depend on the matplotlib build and its fonts); ``--write`` regenerates them with the tables. The
 suite's RUNLOG.md and the generated blocks of its README (and, with the suite's own folders, the
-headline and quick blocks of results/README.md and README.md) are checked and written the same way
+headline, quick and noise blocks of results/README.md and README.md) are checked and written the same way
 (experiments/pages.py).
 """
 from __future__ import annotations
@@ -137,7 +137,7 @@ def _run(args, suite, results: Path, runs: str, plots_dir: str, command: str) ->
 
 def _pages(args, suite, results: Path, runs: str, plots_dir: str, command: str) -> dict:
     """The suite's RUNLOG.md and page block (experiments/pages.py); with the suite's own folders
-    (no --runs, --results), also the headline and quick blocks of results/README.md, README.md."""
+    (no --runs, --results), also the headline, quick and noise blocks of results/README.md, README.md."""
     out = pages.suite_outputs(suite, results, Path(args.plots or plots_dir), Path(runs),
                               loadavg_path(suite.name), command)
     return pages.add_shared(out) if args.runs is None and args.results is None else out
