@@ -37,7 +37,7 @@ REPO = Path(__file__).resolve().parents[1]
 NETWORK = "10gbit,5us"  # run_all.sh's default NETWORK
 TABLES = ("tables.md", "accuracy.csv", "epoch_time.csv", "time_to_accuracy.csv", "bytes.csv",
           "method_state.csv",
-          "runs.csv", "straggler.csv", "pareto.csv", "cluster_epoch_time.csv", "cluster_model.csv",
+          "runs.csv", "straggler.csv", "pareto.csv", "fit.csv", "cluster_epoch_time.csv", "cluster_model.csv",
           "cluster_time_to_accuracy.csv", "timing.csv",
           "timing_tta.csv", "timing_floor_seeds.csv", "timing_rule_change.csv")  # every file experiments.tables may write
 

@@ -13,6 +13,7 @@ from ..suites.load import Loaded
 from ..suites.suite import base_label, exact_for
 from . import contention, timing as timing_render
 from .cluster import markdown as cluster_markdown
+from .fit import section as fit_section
 from .markdown import cell, md_table, times
 from .method_state import section as state_section
 from .pareto import section as pareto_section
@@ -109,6 +110,9 @@ def markdown(loaded: Loaded, tables: dict, net: Network | None, target, command:
     number = 6 if "straggler" in tables else 5
     if "pareto" in tables:
         out.append(pareto_section(tables["pareto"], number))
+        number += 1
+    if "fit" in tables:
+        out.append(fit_section(tables["fit"], number))
         number += 1
     if "cluster_epoch_time" in tables:
         out.append(cluster_markdown(tables, loaded, number))

@@ -69,6 +69,7 @@ class Suite:
     rounds: int = 1                 # every run R times (the timing protocol's rounds)
     aa: bool = False                # an A/A twin after every exact label
     warmup: int = WARMUP            # first epochs each run's per-epoch times leave out
+    fit_epochs: tuple = ()          # epochs at which tables.md gives the training fit (0-based)
 
 
 NET_SEP = "@"  # "digest-I10@100mbit": the method's label, then the emulated link bandwidth
@@ -193,7 +194,7 @@ def _check_flags(flags: dict, where: str) -> None:
 
 METHOD_KEYS = {"label", "method", "flags", "workers", "seeds_by_workers", "datasets", "networks"}
 SUITE_KEYS = {"name", "datasets", "workers", "seeds", "epochs", "model", "methods",
-              "seeds_by_workers", "networks", "rounds", "aa", "warmup"}
+              "seeds_by_workers", "networks", "rounds", "aa", "warmup", "fit_epochs"}
 
 
 def suite_from_dict(d: dict) -> Suite:
@@ -231,7 +232,7 @@ def suite_from_dict(d: dict) -> Suite:
     suite = Suite(d["name"], tuple(d["datasets"]), tuple(d["workers"]), tuple(d["seeds"]),
                   int(d["epochs"]), dict(d.get("model") or {}), methods,
                   _seeds_by_workers(d), tuple(str(n) for n in d.get("networks") or ()),
-                  **_protocol(d))
+                  **_protocol(d), fit_epochs=_fit_epochs(d))
     _check_aa(suite)
     _check_flags(suite.model, f"suite {suite.name} model")
     for m in methods:
@@ -255,6 +256,16 @@ def _protocol(d: dict) -> dict:
         raise ValueError(f"suite {d['name']}: warmup must be an integer in [0, epochs), "
                          f"not {warmup!r}")
     return {"rounds": rounds, "aa": aa, "warmup": warmup}
+
+
+def _fit_epochs(d: dict) -> tuple:
+    """``fit_epochs``: epoch numbers (0-based, as metrics.csv has them) below ``epochs``."""
+    got = d.get("fit_epochs") or []
+    if not all(isinstance(e, int) and not isinstance(e, bool) and 0 <= e < int(d["epochs"])
+               for e in got):
+        raise ValueError(f"suite {d['name']}: fit_epochs must be epoch numbers in [0, epochs), "
+                         f"not {got!r}")
+    return tuple(got)
 
 
 def _check_aa(suite: Suite) -> None:
