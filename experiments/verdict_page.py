@@ -40,10 +40,13 @@ def graph_section(graph: str, suites: tuple, root: Path, written: list,
     """The markdown lines of one graph (what is missing, or its verdict); its figure."""
     converge, speed, e2e = suites
     conv_l, speed_l = _runs(root, converge, graph), _runs(root, speed, graph)
-    if not conv_l.records or not speed_l.records or conv_l.missing or speed_l.missing:
-        return verdict_render.missing_section(graph, [
-            f"{converge}: {conv_l.done} of {conv_l.expected} runs",
-            f"{speed}: {speed_l.done} of {speed_l.expected} runs"])
+    counts = [f"{converge}: {conv_l.done} of {conv_l.expected} runs",
+              f"{speed}: {speed_l.done} of {speed_l.expected} runs"]
+    if not conv_l.records or conv_l.missing:
+        return verdict_render.missing_section(graph, counts)
+    if not speed_l.records or speed_l.missing:  # accuracy and epochs now, speed when it is run
+        return verdict_render.partial_section(graph, verdict.accuracy(verdict.convergence(conv_l)),
+                                              counts[1])
     v = verdict.of_graph(conv_l, speed_l, _runs(root, e2e, graph) if e2e else None)
     if draw:
         verdict_render.figure(graph, v.speed, verdict.BITS, root / PLOTS, written)

@@ -88,6 +88,17 @@ def test_accuracy_table_fastest_and_sentence(conv):
     assert "| partition |" in md and "| not reached |" in md
 
 
+def test_a_graph_without_speed_runs_shows_its_accuracy_and_what_it_waits_for(conv):
+    count = "bench_speed_toy: 0 of 9 runs"
+    lines = verdict_render.partial_section("toy", verdict.accuracy(conv), count)
+    text = "\n".join(lines)
+    assert lines[0] == "## toy" and f"(complete speed runs so far: {count})" in text
+    assert "budget at every seed): yes." in text
+    assert "| method | test acc. % | Δ vs exact [95%] | epochs to 0.99 (reached) | MiB/epoch |" in text
+    assert "| exact | 80.00 ± 0.00 | reference | 12.0 (3/3) | 1.00 |" in text
+    assert "| partition | 70.00 ± 0.00 | -10.00 [-10.00, -10.00] | not reached (2/3) | 1.00 |" in text
+
+
 def test_the_decomposition_against_an_end_to_end_run(conv):
     times = verdict.round_times(speed_runs(), 3)
     e2e = Loaded([run("digest-I10@50mbit", 0, curve(20), [0.375] * 40, "digest")], ["toy"], [])
