@@ -9,11 +9,8 @@ import pandas as pd
 
 from ..analysis.noise import points
 from ..analysis.paired import AA_BAND
+from .headline import GRAPHS
 from .markdown import md_table
-
-
-def _graph(dataset: str) -> str:
-    return "sweep-40k" if dataset.startswith("synthetic:nodes=40000") else dataset
 
 
 def _ratio(r) -> str:
@@ -35,7 +32,7 @@ def block(root: Path = Path(".")) -> str:
              "speedups get no verdict on their pages."]
     bad = p[~p["passes"]]
     if len(bad):
-        rows = [[f"[{r.suite}]({r.suite}/README.md)", _graph(r.dataset), r.workers, r.network,
+        rows = [[f"[{r.suite}]({r.suite}/README.md)", GRAPHS.get(r.dataset, r.dataset), r.workers, r.network,
                  _ratio(r), "median" if not r.median_in_band else "interval"]
                 for r in bad.itertuples()]
         lines += ["", md_table(["suite", "graph", "M", "network", "A/A", "fails on"], rows)]
