@@ -51,6 +51,18 @@ def parse_seeds(text: str | None, suite: Suite) -> set[int] | None:
     return seeds
 
 
+def parse_networks(text: str | None, suite: Suite) -> set[str] | None:
+    """``--networks 10gbit,1gbit`` as a set; every one must be a bandwidth the suite emulates."""
+    if text is None:
+        return None
+    nets = {x.strip() for x in text.split(",") if x.strip()}
+    if not nets or not nets <= set(suite.networks):
+        raise ValueError(f"suite {suite.name} emulates "
+                         f"{', '.join(suite.networks) or 'no network'}; --networks {text} names "
+                         "others")
+    return nets
+
+
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="python -m experiments.runner", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -61,6 +73,9 @@ def parser() -> argparse.ArgumentParser:
                    help="after the runs, write the tables into RESULTS and the plots into PLOTS")
     p.add_argument("--seeds", default=None, metavar="LIST",
                    help="only these seeds' runs, comma-separated (e.g. 0,1): a long suite in sittings")
+    p.add_argument("--networks", default=None, metavar="LIST",
+                   help="only the runs at these emulated bandwidths, comma-separated (e.g. "
+                   "10gbit,1gbit): an emulated suite in parts")
     p.add_argument("--load-file", default=None, metavar="CSV",
                    help="where the load samples go (default: see above)")
     p.add_argument("--loads", action="store_true",
@@ -84,6 +99,7 @@ def main(argv=None) -> int:
     try:
         suite = load_suite(args.suite)
         seeds = parse_seeds(args.seeds, suite)
+        networks = parse_networks(args.networks, suite)
     except (ValueError, OSError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
@@ -93,7 +109,7 @@ def main(argv=None) -> int:
         return loads(root, load_path)
     try:
         with sampling(load_path):
-            counts = run_suite(suite, root, seeds=seeds)
+            counts = run_suite(suite, root, seeds=seeds, networks=networks)
     except subprocess.CalledProcessError as e:
         tail = (e.stderr or "").strip().splitlines()[-1:] or ["(no output)"]
         print(f"error: `python -m digest methods` failed: {tail[0]}", file=sys.stderr)

@@ -154,6 +154,9 @@ def irregular(items: list[Entry], suite: Suite, plan: dict) -> list[str]:
     if plan.get("seeds") is not None:
         out.append(f"plan_{suite.name}.json: the last run of the suite was restricted to seeds "
                    + ", ".join(map(str, plan["seeds"])) + " (--seeds)")
+    if plan.get("networks") is not None:
+        out.append(f"plan_{suite.name}.json: the last run of the suite was restricted to the "
+                   "bandwidths " + ", ".join(plan["networks"]) + " (--networks)")
     out += [f"plan_{suite.name}.json: skipped {note}" for note in plan.get("skipped") or []]
     by_run = {str(r.directory(".")): r for r in expand(suite)}
     planned = set(plan["runs"]) if "runs" in plan else set(by_run)

@@ -6,6 +6,7 @@ import json
 import pytest
 
 from experiments import runner
+from experiments.analysis import runlog
 from experiments.running import suite_runs
 from experiments.suites.suite import (config_hash, expand, labels, load_suite, suite_from_dict, to_argv)
 
@@ -134,6 +135,27 @@ def test_seeds_run_a_suite_in_parts_and_unknown_seeds_are_refused(tmp_path, monk
         runner.parse_seeds("0,5", suite)
     with pytest.raises(ValueError, match="comma-separated integers"):
         runner.parse_seeds("one", suite)
+
+
+def test_networks_run_an_emulated_suite_in_parts_and_unknown_ones_are_refused(tmp_path,
+                                                                             monkeypatch):
+    monkeypatch.setattr(suite_runs, "unavailable_datasets", lambda names: {})
+    suite = suite_from_dict({**SUITE, "seeds": [0], "networks": ["1gbit", "100mbit"]})
+    root, calls = tmp_path / "runs", []
+    suite_runs.run_suite(suite, root, {"exact"}, fake_launcher(calls), networks={"100mbit"})
+    assert calls == ["exact@100mbit_w2_s0"]
+    plan = json.loads((root / "plan_t.json").read_text())
+    assert plan["networks"] == ["100mbit"] and plan["seeds"] is None
+    assert len(plan["runs"]) == 2  # the plan still names every run
+    assert runner.parse_networks(None, suite) is None
+    assert runner.parse_networks("100mbit,1gbit", suite) == {"1gbit", "100mbit"}
+    with pytest.raises(ValueError, match="emulates 1gbit, 100mbit; --networks 10gbit names others"):
+        runner.parse_networks("10gbit", suite)
+    with pytest.raises(ValueError, match="emulates no network"):
+        runner.parse_networks("1gbit", suite_from_dict(SUITE))
+    lines = runlog.irregular([], suite, plan)  # the run log says the last part was restricted
+    assert lines[0] == ("plan_t.json: the last run of the suite was restricted to the bandwidths "
+                        "100mbit (--networks)")
 
 
 @pytest.mark.slow
