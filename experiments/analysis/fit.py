@@ -21,7 +21,8 @@ def table(loaded: Loaded) -> pd.DataFrame:
         runs = [r.metrics.set_index("epoch") for r in loaded.records
                 if (r.dataset, r.label, r.workers) == (dataset, label, workers)]
         for epoch in loaded.fit_epochs:
-            at = [m.loc[epoch] for m in runs if epoch in m.index and pd.notna(m.loc[epoch, "train_acc"])]
+            at = [m.loc[epoch] for m in runs
+                  if epoch in m.index and pd.notna(m.loc[epoch, "train_acc"])]
             if len(at) != len(runs):
                 continue
             frame = pd.DataFrame(at)

@@ -32,8 +32,8 @@ def block(root: Path = Path(".")) -> str:
              "speedups get no verdict on their pages."]
     bad = p[~p["passes"]]
     if len(bad):
-        rows = [[f"[{r.suite}]({r.suite}/README.md)", GRAPHS.get(r.dataset, r.dataset), r.workers, r.network,
-                 _ratio(r), "median" if not r.median_in_band else "interval"]
+        rows = [[f"[{r.suite}]({r.suite}/README.md)", GRAPHS.get(r.dataset, r.dataset), r.workers,
+                 r.network, _ratio(r), "median" if not r.median_in_band else "interval"]
                 for r in bad.itertuples()]
         lines += ["", md_table(["suite", "graph", "M", "network", "A/A", "fails on"], rows)]
     return "\n".join(lines)

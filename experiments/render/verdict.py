@@ -97,25 +97,27 @@ def missing_section(graph: str, counts: list[str]) -> list[str]:
             "Not yet measured (complete runs so far: " + "; ".join(counts) + ").", ""]
 
 
+def _converged(acc: pd.DataFrame) -> str:
+    """Whether exact converged in the convergence runs (docs/methods.md section 12)."""
+    ok = acc[acc.method == "exact"].iloc[0].converged
+    return (f"Exact converged (best-validation epoch <= {CONVERGED} x the budget at every seed): "
+            f"{'yes' if ok else 'NO: a comparison of convergence speed'}.")
+
+
 def partial_section(graph: str, acc: pd.DataFrame, speed_count: str) -> list[str]:
     """A graph whose convergence runs are complete and whose speed runs are not: its accuracy,
     epochs to target and bytes, and what the speedups still wait for."""
-    ex = acc[acc.method == "exact"].iloc[0]
     return [f"## {graph}", "",
             f"Speedups to accuracy not yet measured (complete speed runs so far: {speed_count}); "
             "accuracy, epochs to target and bytes from the complete convergence runs:", "",
-            f"Exact converged (best-validation epoch <= {CONVERGED} x the budget at every seed): "
-            f"{'yes' if ex.converged else 'NO: a comparison of convergence speed'}.", "",
-            table(acc, pd.DataFrame(columns=["method", "bandwidth"]), []), ""]
+            _converged(acc), "", table(acc, pd.DataFrame(columns=["method", "bandwidth"]), []), ""]
 
 
 def graph_section(graph: str, v: GraphVerdict, e2e: str | None) -> list[str]:
     """The markdown lines of one graph: the sentence, exact's convergence, the table, the
     speedups against their ceilings and, with end-to-end runs (suite ``e2e``), the check."""
-    ex = v.acc[v.acc.method == "exact"].iloc[0]
     lines = [f"## {graph}", "", sentence(graph, v.acc, v.speed, v.bandwidths), "",
-             f"Exact converged (best-validation epoch <= {CONVERGED} x the budget at "
-             f"every seed): {'yes' if ex.converged else 'NO: a comparison of convergence speed'}.",
+             _converged(v.acc),
              "", table(v.acc, v.speed, v.bandwidths), "",
              "Per-epoch speedup as a fraction of its ceiling (exact over partition-based per "
              "epoch, section 13):", "", ceilings(v.speed, v.bandwidths)]
