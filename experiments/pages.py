@@ -51,14 +51,15 @@ SHARED_PAGES = (Path("results/README.md"), Path("README.md"))  # with a headline
 
 
 def add_shared(out: dict, pages=SHARED_PAGES) -> dict:
-    """``out`` with the headline (and quick) blocks filled in each of ``pages`` that exists,
-    from its text in ``out`` if there, else on disk."""
+    """``out`` with the headline, quick and noise blocks filled in each of ``pages`` that exists
+    (a page without a block's markers keeps none), from its text in ``out`` if there, else on
+    disk."""
+    floor = noise.block()  # the same for every page: read the suites' timing.csv once
     for page in pages:
         if page in out or page.exists():
             out[page] = fill(out[page] if page in out else page.read_text(),
                              {"headline": headline.table(page.parent),
-                              "quick": quick_block(page.parent),
-                              "noise": noise.block()}, str(page))
+                              "quick": quick_block(page.parent), "noise": floor}, str(page))
     return out
 
 
