@@ -6,7 +6,7 @@
 #                          reproduction report: your accuracy, bytes and time ratios against the
 #                          committed run's, and one verdict line (reproduced / differs, and where)
 #   ./run_all.sh --suite repro   the main comparison (synthetic, CS, Physics)
-#   ./run_all.sh --suite NAME    any suite of experiments/configs: wave2 (PipeGCN, BNS-GCN,
+#   ./run_all.sh --suite NAME    any suite of experiments/configs: field_methods (PipeGCN, BNS-GCN,
 #                          SANCUS, AdaQP, digest-vanishing), depth (sweeps, 1-8 workers), models
 #                          (SAGE, GAT), arxiv (arxiv-like stand-in), straggler (DIGEST-A), cluster,
 #                          cluster_overlap (emulated network: the sweep; PipeGCN's overlap; both

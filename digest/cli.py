@@ -98,12 +98,11 @@ def cmd_advise(args) -> int:
     return command.run(args)
 
 
-def worker(cfg_dict: dict, part_dir: str | None, out_dir: str) -> dict | None:
+def worker(cfg: TrainConfig, part_dir: str | None, out_dir: str) -> dict | None:
     """Body of every worker process (spawned by the launcher or started by torchrun)."""
     import torch
 
     methods = import_methods()
-    cfg = TrainConfig.of(**cfg_dict)
     rt = comm.setup(cfg.runtime.timeout, cfg.runtime.device)
     threads = max(1, metrics.available_cores() // rt.local_world_size)
     torch.set_num_threads(threads)  # workers share the node's cores instead of oversubscribing
@@ -249,11 +248,11 @@ def run(given: dict, argv: list | None = None) -> tuple[dict | None, str]:
     if under_torchrun():  # this process is one of torchrun's workers
         interrupt_once()
         out_dir = cfg.runtime.resume or cfg.run_dir(world)
-        summary = worker(cfg.flat(), None, out_dir)
+        summary = worker(cfg, None, out_dir)
     else:
         world = cfg.runtime.workers
         out_dir = cfg.runtime.resume or cfg.run_dir(world)
-        args_ = (cfg.flat(), str(_prepare(cfg, world)), out_dir)
+        args_ = (cfg, str(_prepare(cfg, world)), out_dir)
         if cfg.runtime.emulate_network:  # every worker in a network namespace of its own
             summary = launch_emulated(worker, args_, world, cfg.runtime.emulate_network,
                                       cfg.runtime.emulate_latency, cfg.runtime.cpu_quota == "auto")

@@ -6,7 +6,7 @@ Every field is one ``--flag`` of ``python -m digest train`` (flags stay flat: ``
 options in its own file as small dataclasses (option groups, see ``methods.register``), so adding a
 method adds its flags without touching this file. ``TrainConfig.of(**flags)`` builds a config from
 flat flags and refuses a flag that belongs to another method; ``cfg.flat()`` is the inverse (what
-summary.json and checkpoints record).
+summary.json and checkpoints record, and what a pickled config carries to a worker).
 """
 from __future__ import annotations
 
@@ -149,10 +149,22 @@ class TrainConfig:
             base = {k: v for k, v in base.items() if k not in _names(type(self.options))}
         return TrainConfig.of(**{**base, **flags})
 
+    def __reduce__(self):
+        # a worker process receives the config itself; pickle carries it as its flags, because the
+        # method's option class is made at run time (methods.register) and is rebuilt there
+        return _rebuild, (self.flat(),)
+
     def run_dir(self, world: int) -> str:
         name = self.data.dataset.replace(":", "_").replace(",", "_").replace("=", "")
         name = name.replace("/", "_")  # file:PATH: one folder, not PATH's
         return self.runtime.out or f"runs/{name}_{self.method}_w{world}_s{self.seed}"
+
+
+def _rebuild(flags: dict) -> TrainConfig:
+    """A config unpickled in a worker: the plugins' methods registered first (the launcher's
+    entry point, unpickled before it, registered the built-in ones)."""
+    methods.import_plugins()
+    return TrainConfig.of(**flags)
 
 
 def _names(cls) -> list[str]:

@@ -1,7 +1,7 @@
 """The generated parts of the results pages, from the committed run files and tables:
 
     python -m experiments.pages                  # every committed suite, the headline, quick
-    python -m experiments.pages --suite wave2    # that suite's, the headline, quick
+    python -m experiments.pages --suite field_methods    # that suite's, the headline, quick
     python -m experiments.pages --check [--suite NAME]   # write nothing: one line per difference, exit 1
 
 For each suite it writes RUNLOG.md beside its tables (experiments/render/runlog.py: what ran, when, at

@@ -18,7 +18,7 @@ from .analysis import verdict
 from .render import verdict as verdict_render
 from .suites.layout import runs_folder
 from .suites.load import Loaded, load
-from .suites.suite import load_suite
+from .suites.suite import load_suite, network_of
 
 REPO = Path(__file__).resolve().parents[1]
 OUT, PLOTS = Path("results/verdict"), Path("plots/verdict")
@@ -44,13 +44,25 @@ def graph_section(graph: str, suites: tuple, root: Path, written: list,
               f"{speed}: {speed_l.done} of {speed_l.expected} runs"]
     if not conv_l.records or conv_l.missing:
         return verdict_render.missing_section(graph, counts)
-    if not speed_l.records or speed_l.missing:  # accuracy and epochs now, speed when it is run
+    done, waiting = _complete_bandwidths(speed_l)
+    if not done:  # accuracy and epochs now, speed when it is run
         return verdict_render.partial_section(graph, verdict.accuracy(verdict.convergence(conv_l)),
                                               counts[1])
+    speed_l.records = [r for r in speed_l.records if network_of(r.label) in done]
+    speed_l.later = [r for r in speed_l.later if network_of(r.label) in done]
     v = verdict.of_graph(conv_l, speed_l, _runs(root, e2e, graph) if e2e else None)
     if draw:
         verdict_render.figure(graph, v.speed, verdict.BITS, root / PLOTS, written)
-    return verdict_render.graph_section(graph, v, e2e)
+    return verdict_render.graph_section(graph, v, e2e, waiting)
+
+
+def _complete_bandwidths(speed: Loaded) -> tuple[list, list]:
+    """The bandwidths whose speed runs are all complete (every method, every round: the suite
+    runs in parts, one bandwidth at a time), and those still waiting for runs."""
+    waiting = {network_of(m.split()[1].rsplit("_w", 1)[0]) for m in speed.missing}
+    present = {network_of(r.label) for r in speed.records + speed.later}
+    order = sorted(present | waiting, key=lambda b: -verdict.BITS.get(b, 0))
+    return [b for b in order if b in present - waiting], [b for b in order if b in waiting]
 
 
 def page(root: Path, written: list, draw: bool = True) -> str:

@@ -25,6 +25,7 @@ from pathlib import Path
 import pytest
 import torch
 
+import digest.cli  # noqa: F401  (registers every method before a worker unpickles a config)
 from digest.runtime import faults
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -77,14 +78,10 @@ def small_graph(seed: int, nodes: int = 300, classes: int = 4, avg_degree: float
 
 
 # -- workers ---------------------------------------------------------------------------------------
-def _body(fn, cfg_dict, part_dir, extra):
-    from digest.cli import import_methods
-    from digest.config import TrainConfig
+def _body(fn, cfg, part_dir, extra):
     from digest.data import cache
     from digest.runtime import comm
 
-    import_methods()
-    cfg = TrainConfig.of(**cfg_dict)
     rt = comm.setup(cfg.runtime.timeout, "cpu")
     torch.set_num_threads(1)
     try:
@@ -102,7 +99,7 @@ def run_workers(fn, cfg, part_dir, world: int, **extra) -> list:
     with a loop of its own (DIGEST-A: its rpc agent starts once per process)."""
     from digest.methods import get
     from digest.runtime.launch import launch_all
-    args = (fn, cfg.flat(), str(part_dir), extra)
+    args = (fn, cfg, str(part_dir), extra)
     if world == 1 and get(cfg.method).trainer is None:  # (DIGEST-A's rpc: once per process)
         return [_body(*args)]
     results = launch_all(_body, args, world)

@@ -149,9 +149,9 @@ def interrupt_once() -> None:
         signal.signal(signal.SIGINT, _interrupt_once)
 
 
-def _guarded(fn, args: tuple, inherited=None):
+def _guarded(inherited, fn, args: tuple):
     """Worker-side wrapper (every launched process runs ``fn(*args)`` through it; ``inherited``
-    took effect when it was unpickled, see ``_Inherit``): a worker's own exception prints its
+    took effect when it was unpickled, before ``fn`` and ``args``, see ``_Inherit``): a worker's own exception prints its
     traceback ONCE (here) and exits 1; a collective broken by a lost peer exits PEER_LOST quietly
     after GRACE_S, so the launcher's single line names the rank that really failed."""
     interrupt_once()
@@ -237,7 +237,7 @@ def launch_all(fn, args: tuple, nprocs: int, monitor_interval: float = 0.5,
     watch = unresponsive.Watch()
     try:
         with watch, listen.worker_env({**listen.loopback_env(), **watch.env, **(env or {})}):
-            results = elastic_launch(config, _guarded)(fn, args, _Inherit())
+            results = elastic_launch(config, _guarded)(_Inherit(), fn, args)
     except ChildFailedError as e:
         failures = dict(e.failures)
         # the peers' timeouts may be all the agent saw: the stopped ranks caused them

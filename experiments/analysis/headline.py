@@ -34,12 +34,12 @@ class Key:
 KEYS = (
     Key("repro", ("synthetic", "CS", "Physics"), ("partition", "digest-I10", "digest-I10-K3",
                                                    "varco-variable"), speed="repro_speed"),
-    Key("wave2", ("Physics",), ("pipegcn", "bnsgcn-p0.1", "sancus", "adaqp-2", "adaqp-8")),
+    Key("field_methods", ("Physics",), ("pipegcn", "bnsgcn-p0.1", "sancus", "adaqp-2", "adaqp-8")),
     Key("cluster", (PRODUCTS,), ("partition", "digest-I10", "varco-variable"), emulated=True,
         speed="cluster_speed"),
     Key("arxiv"),
-    Key("settings", ("Photo",), ("pipegcn", "pipegcn-smooth0.95", "adaqp-adaptive-4")),
-    Key("wave3", ("CS",), ("sylvie", "sat-I10", "sat-I10-sync-resmean", "minibatch")),
+    Key("authors_settings", ("Photo",), ("pipegcn", "pipegcn-smooth0.95", "adaqp-adaptive-4")),
+    Key("sat_sylvie_minibatch", ("CS",), ("sylvie", "sat-I10", "sat-I10-sync-resmean", "minibatch")),
 )
 
 

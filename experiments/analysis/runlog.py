@@ -11,16 +11,18 @@ at one commit, no gap over an hour), and what the files show as irregular is lis
 after runs their plan puts after them (a re-run, or a later part run with --seeds), several commits,
 a summary that differs from its run's plan (flags, command), runs of other flags than the suite's
 now, runs drawn on a synthetic graph their spec no longer gives (a preset changed since), specs
-renamed since a run (run.json's ``relabelled``), failed, missing or extra folders. A run folder is
-read where it lies: the --out path its run.json's argv and summary.json's command record is
-provenance (where it was written; a suite's folder moved since, with its runs, still names the old
-place) and is not compared with its place now. Same files, same bytes: nothing here reads the clock,
+renamed since a run (run.json's ``relabelled``), a suite renamed since (``renamed``: one line for
+its runs), failed, missing or extra folders. A run folder is read where it lies: the --out path its
+run.json's argv and summary.json's command record is provenance (where it was written; a suite's
+folder moved since, with its runs, still names the old place) and is not compared with its place
+now. Same files, same bytes: nothing here reads the clock,
 the environment or an absolute path (run.json's start times are read as UTC, the reference machine's
 clock, whatever the time zone of the machine that checks).
 """
 from __future__ import annotations
 
 import json
+from collections import Counter
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
@@ -161,6 +163,9 @@ def irregular(items: list[Entry], suite: Suite, plan: dict) -> list[str]:
     by_run = {str(r.directory(".")): r for r in expand(suite)}
     planned = set(plan["runs"]) if "runs" in plan else set(by_run)
     present = {e.path for e in items}
+    renamed = Counter(tuple(r.items()) for e in items if (r := e.info.get("renamed")))
+    out += [f"{n} run folders ran as suite {r['from']} (results/{r['from']}/runs: the --out their argv "
+            f"records); renamed since ({r.get('why')})" for r, n in ((dict(k), n) for k, n in renamed.items())]
     for e in items:
         run, status = by_run.get(e.path), e.info.get("status", "?")
         if run is None:

@@ -113,10 +113,14 @@ def partial_section(graph: str, acc: pd.DataFrame, speed_count: str) -> list[str
             _converged(acc), "", table(acc, pd.DataFrame(columns=["method", "bandwidth"]), []), ""]
 
 
-def graph_section(graph: str, v: GraphVerdict, e2e: str | None) -> list[str]:
+def graph_section(graph: str, v: GraphVerdict, e2e: str | None,
+                  waiting: list | None = None) -> list[str]:
     """The markdown lines of one graph: the sentence, exact's convergence, the table, the
-    speedups against their ceilings and, with end-to-end runs (suite ``e2e``), the check."""
-    lines = [f"## {graph}", "", sentence(graph, v.acc, v.speed, v.bandwidths), "",
+    speedups against their ceilings and, with end-to-end runs (suite ``e2e``), the check;
+    ``waiting``: bandwidths whose speed runs are not complete yet (left out of every number)."""
+    later = ([f"Speed runs not complete yet at {', '.join(waiting)}: those bandwidths are left "
+              "out until their part is run.", ""] if waiting else [])
+    lines = [f"## {graph}", "", *later, sentence(graph, v.acc, v.speed, v.bandwidths), "",
              _converged(v.acc),
              "", table(v.acc, v.speed, v.bandwidths), "",
              "Per-epoch speedup as a fraction of its ceiling (exact over partition-based per "

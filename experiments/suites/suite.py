@@ -283,11 +283,20 @@ def _seeds_by_workers(d: dict) -> dict:
     return {int(k): tuple(v) for k, v in (d.get("seeds_by_workers") or {}).items()}
 
 
+# suites renamed by their question; their run folders say so in run.json ("renamed")
+RENAMED = {"wave2": "field_methods", "wave3": "sat_sylvie_minibatch",
+           "wave3_physics": "sat_sylvie_minibatch_physics", "settings": "authors_settings",
+           "depth": "knobs"}
+
+
 def load_suite(name_or_path: str) -> Suite:
     path = Path(name_or_path)
     if not path.suffix:
         path = CONFIGS / f"{name_or_path}.yaml"
     if not path.exists():
+        if name_or_path in RENAMED:
+            raise ValueError(f"suite {name_or_path!r} is now {RENAMED[name_or_path]!r} (suites are "
+                             "named by the question they answer; results/README.md)")
         known = ", ".join(sorted(p.stem for p in CONFIGS.glob("*.yaml")))
         raise ValueError(f"no suite {name_or_path!r} (known: {known}; or give a YAML path)")
     return suite_from_dict(yaml.safe_load(path.read_text()))

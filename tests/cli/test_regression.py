@@ -49,7 +49,7 @@ def run_case(name: str, out: Path, data_root: Path) -> dict:
     cfg = TrainConfig.of(**flags.given(args))
     validate(cfg)
     world = cfg.runtime.workers
-    launch_all(cli.worker, (cfg.flat(), str(cli._prepare(cfg, world)), str(out)), world)
+    launch_all(cli.worker, (cfg, str(cli._prepare(cfg, world)), str(out)), world)
     with open(out / "metrics.csv") as f:
         rows = list(csv.DictReader(f))
     return {c: [float(r[c]) for r in rows] for c in COLUMNS}

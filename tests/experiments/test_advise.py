@@ -61,6 +61,8 @@ def test_rank_correlation_and_first_choice_by_hand():
     assert point["first"] == "c" and not point["first_ok"]  # 29 s against a's 12 s at most
     rows[2]["measured_low"] = 1.1  # c's interval now reaches down into a's
     assert advise_check.summarise(rows, "other")[0]["first_ok"]
+    assert not point["fresh"]  # fresh: every row of the point from a bench_speed_* suite
+    assert advise_check.summarise([{**r, "fresh": True} for r in rows], "other")[0]["fresh"]
 
 
 def test_the_fits_pricing_is_the_library(tmp_path):

@@ -129,6 +129,18 @@ def test_runlog_lists_specs_renamed_since_a_run_and_runs_on_a_graph_their_spec_n
     assert "digest-I10_w2_s0" not in notes.split("\n## ")[0]
 
 
+def test_runlog_says_once_that_a_suite_was_renamed_since_its_runs(suite, tmp_path):
+    path, runs, samples = suite
+    folders = sorted(runs.glob("*/*/run.json"))
+    for f in folders:
+        info = json.loads(f.read_text())
+        f.write_text(json.dumps({**info, "renamed": {"from": "oldname", "why": "named by its question"}}))
+    notes = render(path, runs, samples, tmp_path).split("## Re-runs and irregularities")[1]
+    assert notes.count("ran as suite oldname") == 1
+    assert (f"- {len(folders)} run folders ran as suite oldname (results/oldname/runs: the --out "
+            "their argv records); renamed since (named by its question)") in notes
+
+
 def test_markers_pair_up_or_the_page_is_refused_in_one_line():
     page = f"# Title\n\nprose\n{BEGIN}\nold\n{END}\nmore prose\n"
     assert blocks.blocks(page, "p.md") == {"generated": (3, 5)}

@@ -12,7 +12,8 @@ import pytest
 
 from experiments import runner
 from experiments.running import suite_runs
-from experiments.suites.suite import config_hash, expand, is_aa, labels, load_suite, suite_from_dict
+from experiments.suites.suite import (CONFIGS, RENAMED, config_hash, expand, is_aa, labels, load_suite,
+                                      suite_from_dict)
 from experiments.suites.schedule import interleave, order
 
 SUITE = {"name": "t", "datasets": ["synthetic"], "workers": [2], "seeds": [0, 1], "epochs": 5,
@@ -89,7 +90,7 @@ def test_a_suite_without_rounds_runs_point_by_point_with_its_names_and_hashes():
     assert all(r.round == 0 and r.hash == config_hash(r.flags) for r in runs)
 
 
-@pytest.mark.parametrize("name", ["repro", "wave2", "depth", "models", "arxiv", "straggler",
+@pytest.mark.parametrize("name", ["repro", "field_methods", "knobs", "models", "arxiv", "straggler",
                                   "cluster", "synthetic_default"])
 def test_committed_suites_keep_one_round_their_names_and_hashes(name):
     suite = load_suite(name)
@@ -138,3 +139,10 @@ def test_the_runner_starts_runs_interleaved_and_records_round_and_start(tmp_path
     calls.clear()  # complete with the same hashes: nothing reruns
     assert suite_runs.run_suite(suite, tmp_path, {"exact", "partition"}, launch)["skipped"] == 18
     assert calls == []
+
+
+@pytest.mark.parametrize("old,new", sorted(RENAMED.items()))
+def test_an_old_suite_name_says_the_new_one(old, new):
+    assert (CONFIGS / f"{new}.yaml").is_file() and not (CONFIGS / f"{old}.yaml").exists()
+    with pytest.raises(ValueError, match=f"suite '{old}' is now '{new}'"):
+        load_suite(old)

@@ -119,3 +119,21 @@ def test_the_committed_verdict_page_is_what_the_committed_runs_give():
     from experiments import verdict_page
     committed = (verdict_page.REPO / verdict_page.OUT / "README.md").read_text()
     assert verdict_page.page(verdict_page.REPO, [], draw=False) == committed
+
+
+def test_a_bandwidth_whose_part_is_not_run_is_left_out_and_named():
+    from experiments import verdict_page
+    speed = speed_runs()
+    speed.later += [run("exact@1gbit", 0, [np.nan] * 23, [0.5] * 23, "exact", 1)]
+    speed.missing = ["toy exact@1gbit_w4_s0", "toy digest-I10@100mbit_w4_s0_r2"]
+    assert verdict_page._complete_bandwidths(speed) == (["50mbit"], ["1gbit", "100mbit"])
+
+
+def test_a_section_says_which_bandwidths_wait(conv):
+    sp = verdict.speedups(conv, verdict.round_times(speed_runs(), 3), ["50mbit"])
+    v = verdict.GraphVerdict(verdict.accuracy(conv), sp, ["50mbit"])
+    lines = verdict_render.graph_section("toy", v, None, ["1gbit"])
+    assert lines[2] == ("Speed runs not complete yet at 1gbit: those bandwidths are left out until "
+                        "their part is run.")
+    assert "speedup to accuracy @ 50mbit [95%]" in "\n".join(lines)
+    assert "@ 1gbit" not in "\n".join(lines)

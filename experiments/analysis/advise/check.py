@@ -2,8 +2,9 @@
 emulated-cluster points it was not fitted on (results/advise/README.md; docs/methods.md
 section 13).
 
-Held out: every (graph, workers, bandwidth) point of the emulated suites but experiments/analysis/
-advise/fit.py's ``FIT``. At each, every method the model prices is predicted with the library
+Held out: every (graph, workers, bandwidth) point of the emulated suites (cluster*, bench_speed_*)
+but experiments/analysis/advise/fit.py's ``FIT``; "fresh": a point whose runs are all bench_speed_*
+(measured after the epochs' distance rule was fixed). At each, every method the model prices is predicted with the library
 (digest.advise: the methods' step counts, each worker's work, calibration.json's constants, the
 run's own epochs, bandwidth and workers per core) and compared with what ran:
 
@@ -31,7 +32,7 @@ from digest.advise.predict import predict
 
 from ...suites.suite import base_label
 from .fit import FIT, groups, price
-from .runs import ROOT, records, timed_runs
+from .runs import FRESH, ROOT, records, timed_runs
 
 OUT = ROOT / "advise"
 TARGET = 0.99
@@ -89,7 +90,8 @@ def evaluate() -> dict:
         row = {"dataset": dataset, "workers": workers, "bandwidth": bw, "label": label,
                "method": cfg.method, "runs": len(runs), "measured_s": float(np.median(meas)),
                "measured_low": min(meas), "measured_high": max(meas),
-               "predicted_s": float(np.median(pred))}
+               "predicted_s": float(np.median(pred)),
+               "fresh": all(p.run.suite.startswith(FRESH) for p in runs)}
         row["error"] = row["predicted_s"] / row["measured_s"] - 1
         job, m = runs[0].job, cfg.model
         default = cfg.options == type(cfg.options)()
@@ -107,7 +109,8 @@ def evaluate() -> dict:
             "points": {v: summarise(rows, v) for v in VARIANTS}}
 
 
-BYTES_SUITES = ("wave2", "wave3")  # every method of the suite on one graph, 4 workers
+# every method of the suite on one graph, 4 workers
+BYTES_SUITES = ("field_methods", "sat_sylvie_minibatch")
 BYTES_GRAPH = "CS"
 
 
@@ -152,7 +155,7 @@ def summarise(rows: list[dict], variant: str) -> list[dict]:
     for key in keys:
         mine = [r for r in rows if (r["dataset"], r["workers"], r["bandwidth"]) == key]
         point = {"dataset": key[0], "workers": key[1], "bandwidth": key[2],
-                 "methods": len(mine),
+                 "methods": len(mine), "fresh": all(r.get("fresh", False) for r in mine),
                  "median_abs_error": float(np.median([abs(r["error"]) for r in mine]))}
         ranked = [r for r in mine if not math.isnan(_tta(r, None))
                   and not math.isnan(_tta(r, variant))]

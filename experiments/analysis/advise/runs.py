@@ -25,7 +25,7 @@ TWINS = re.compile(r"-(aa|noquota)$")
 
 
 def suite_of(directory: Path, root: Path = ROOT) -> str:
-    """``results/repro/runs/CS/exact_w4_s0`` -> "repro"; ``results/wave2/runs/...`` -> "wave2"."""
+    """``results/repro/runs/CS/exact_w4_s0`` -> "repro"; ``results/field_methods/runs/...`` -> "field_methods"."""
     first = directory.relative_to(root).parts[0]
     return first
 
@@ -81,9 +81,15 @@ class Timed:
     seconds: float
 
 
-def timed_runs(root: Path = ROOT, warmup: int = WARMUP, prefix: str = "cluster") -> list[Timed]:
-    """Every emulated run of the suites named ``prefix``* (the emulated-cluster suites) but the
-    twins (A/A, no quota)."""
+# the emulated suites: the cluster* suites, and the verdict's bench_speed_* (measured after the
+# epochs' distance rule, digest/advise/epochs.py FAR, was fixed: the "fresh" points)
+EMULATED = ("cluster", "bench_speed")
+FRESH = ("bench_speed",)
+
+
+def timed_runs(root: Path = ROOT, warmup: int = WARMUP, prefix: tuple = EMULATED) -> list[Timed]:
+    """Every emulated run of the suites whose name starts with one of ``prefix`` but the twins
+    (A/A, no quota)."""
     out = []
     for suite, r, cfg in records(root):
         e = r.summary.get("emulation")
