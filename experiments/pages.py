@@ -11,9 +11,12 @@ experiments/suites/layout.py) with its key tables as its tables.md has them (acc
 speedup, measured; an emulated suite's ms per epoch at each bandwidth; stragglers) and links to
 its plots, the main one shown. Always: the cross-suite table (experiments/render/headline.py) between
 ``<!-- generated:headline:begin ... -->`` and ``<!-- generated:headline:end -->`` in
-results/README.md and README.md; the A/A noise floor across suites (experiments/render/noise.py)
+results/accuracy/README.md; the A/A noise floor across suites (experiments/render/noise.py)
 between ``<!-- generated:noise:begin ... -->`` and ``<!-- generated:noise:end -->`` in
-results/README.md; and, once results/quick/tables.md exists, the quick suite's
+results/README.md; the benchmark's verdict (experiments/verdict_page.py: per graph, the fastest
+method to exact's accuracy at each bandwidth, its table and figure) between
+``<!-- generated:verdict:begin ... -->`` and ``<!-- generated:verdict:end -->`` in both pages, which
+it leads; and, once results/quick/tables.md exists, the quick suite's
 accuracy table and main plot between ``<!-- generated:quick:begin ... -->`` and
 ``<!-- generated:quick:end -->`` in README.md. A page without a block is left alone; a begin
 marker without its end marker is an error (one line). Everything outside the blocks is kept
@@ -28,6 +31,7 @@ import os
 import sys
 from pathlib import Path
 
+from . import verdict_page
 from .render import headline, noise, runlog
 from .render.blocks import MarkerError, fill
 from .render.suite_block import quick_block, suite_block
@@ -47,7 +51,8 @@ def suite_outputs(suite: Suite, results: Path, plots: Path, runs: Path, samples:
     return out
 
 
-SHARED_PAGES = (Path("results/README.md"), Path("README.md"))  # with a headline block
+# with a generated block shared across suites (headline, quick, noise, verdict)
+SHARED_PAGES = (Path("results/README.md"), Path("README.md"), Path("results/accuracy/README.md"))
 
 
 def add_shared(out: dict, pages=SHARED_PAGES) -> dict:
@@ -55,11 +60,13 @@ def add_shared(out: dict, pages=SHARED_PAGES) -> dict:
     (a page without a block's markers keeps none), from its text in ``out`` if there, else on
     disk."""
     floor = noise.block()  # the same for every page: read the suites' timing.csv once
+    graphs = verdict_page.states()  # and the benchmark's runs once
     for page in pages:
         if page in out or page.exists():
             out[page] = fill(out[page] if page in out else page.read_text(),
                              {"headline": headline.table(page.parent),
-                              "quick": quick_block(page.parent), "noise": floor}, str(page))
+                              "quick": quick_block(page.parent), "noise": floor,
+                              "verdict": verdict_page.lead(page.parent, graphs)}, str(page))
     return out
 
 

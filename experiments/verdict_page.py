@@ -11,6 +11,7 @@ suites have no complete runs yet is listed with what is missing.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from pathlib import Path
 
@@ -23,7 +24,7 @@ from .suites.suite import load_suite, network_of
 REPO = Path(__file__).resolve().parents[1]
 OUT, PLOTS = Path("results/verdict"), Path("plots/verdict")
 # graph -> (convergence suite, speed suite, end-to-end suite or None)
-GRAPHS = {"CS": ("bench_converge_cs", "bench_speed_cs", None),
+GRAPHS = {"CS": ("bench_converge_cs", "bench_speed_cs", "bench_e2e_cs"),
           "Physics": ("bench_converge_physics", "bench_speed_physics", "cluster")}
 
 
@@ -35,25 +36,55 @@ def _runs(root: Path, name: str, graph: str) -> Loaded:
     return loaded
 
 
-def graph_section(graph: str, suites: tuple, root: Path, written: list,
-                  draw: bool = True) -> list[str]:
-    """The markdown lines of one graph (what is missing, or its verdict); its figure."""
+def state(graph: str, suites: tuple, root: Path) -> tuple:
+    """Where a graph's benchmark stands: ("missing", counts), ("partial", accuracy frame, the
+    speed suite's count) or ("verdict", GraphVerdict, bandwidths still waiting)."""
     converge, speed, e2e = suites
     conv_l, speed_l = _runs(root, converge, graph), _runs(root, speed, graph)
     counts = [f"{converge}: {conv_l.done} of {conv_l.expected} runs",
               f"{speed}: {speed_l.done} of {speed_l.expected} runs"]
     if not conv_l.records or conv_l.missing:
-        return verdict_render.missing_section(graph, counts)
+        return "missing", counts
     done, waiting = _complete_bandwidths(speed_l)
     if not done:  # accuracy and epochs now, speed when it is run
-        return verdict_render.partial_section(graph, verdict.accuracy(verdict.convergence(conv_l)),
-                                              counts[1])
+        return "partial", verdict.accuracy(verdict.convergence(conv_l)), counts[1]
     speed_l.records = [r for r in speed_l.records if network_of(r.label) in done]
     speed_l.later = [r for r in speed_l.later if network_of(r.label) in done]
-    v = verdict.of_graph(conv_l, speed_l, _runs(root, e2e, graph) if e2e else None)
+    return "verdict", verdict.of_graph(conv_l, speed_l, _runs(root, e2e, graph) if e2e else None), \
+        waiting
+
+
+def graph_section(graph: str, suites: tuple, root: Path, written: list,
+                  draw: bool = True) -> list[str]:
+    """The markdown lines of one graph (what is missing, or its verdict); its figure."""
+    kind, *got = state(graph, suites, root)
+    if kind == "missing":
+        return verdict_render.missing_section(graph, got[0])
+    if kind == "partial":
+        return verdict_render.partial_section(graph, *got)
+    v, waiting = got
     if draw:
         verdict_render.figure(graph, v.speed, verdict.BITS, root / PLOTS, written)
-    return verdict_render.graph_section(graph, v, e2e, waiting)
+    return verdict_render.graph_section(graph, v, suites[2], waiting)
+
+
+def states(root: Path = REPO) -> dict:
+    """Every benchmark graph's ``state``."""
+    return {graph: state(graph, suites, root) for graph, suites in GRAPHS.items()}
+
+
+def lead(page_dir: Path, graphs: dict) -> str:
+    """The block that leads README.md and results/README.md (``page_dir``: the page's folder,
+    relative to the repository; ``graphs``: ``states()``): each graph's sentence, table and
+    figure where its speed runs have begun, one line for each graph still waiting."""
+    link = os.path.relpath(OUT / "README.md", page_dir)
+    lines = []
+    for graph, (kind, *got) in graphs.items():
+        figure = os.path.relpath(PLOTS / verdict_render.figure_name(graph), page_dir)
+        lines += (verdict_render.lead(graph, got[0], got[1], figure) if kind == "verdict" else
+                  [f"**{graph}**: speedups to accuracy not measured yet ([the verdict]({link}) "
+                   "says what has run).", ""])
+    return "\n".join(lines).rstrip("\n") + "\n"
 
 
 def _complete_bandwidths(speed: Loaded) -> tuple[list, list]:

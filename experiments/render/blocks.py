@@ -1,10 +1,10 @@
 """The generated blocks of a page: ``<!-- generated:begin ... -->`` ... ``<!-- generated:end -->``
-(and the ``headline``, ``quick`` and ``noise`` kinds), found and filled, everything outside them kept byte
+(and the ``headline``, ``quick``, ``noise`` and ``verdict`` kinds), found and filled, everything outside them kept byte
 for byte; markers that do not pair up are one line of error."""
 from __future__ import annotations
 
 
-KINDS = ("generated", "headline", "quick", "noise")  # <!-- generated:begin -->, generated:headline:begin, ...
+KINDS = ("generated", "headline", "quick", "noise", "verdict")  # <!-- generated:begin -->, generated:headline:begin, ...
 
 
 class MarkerError(ValueError):

@@ -88,7 +88,19 @@ def figure(graph: str, speed: pd.DataFrame, bits: dict, out: Path, written: list
         ax.set_ylabel(f"speedup to {Q:g} x exact's accuracy")
         ax.legend(fontsize=7)
     fig.suptitle(f"{graph}: time to accuracy over exact's, by bandwidth")
-    save(fig, out / f"{graph}_speedup_to_accuracy.png", written)
+    save(fig, out / figure_name(graph), written)
+
+
+def figure_name(graph: str) -> str:
+    return f"{graph}_speedup_to_accuracy.png"
+
+
+def lead(graph: str, v: GraphVerdict, waiting: list, figure: str) -> list[str]:
+    """A graph's lines in the block that leads README.md: its sentence, its table, its figure."""
+    later = f" Not yet timed at {', '.join(waiting)}." if waiting else ""
+    return [sentence(graph, v.acc, v.speed, v.bandwidths) + later, "",
+            table(v.acc, v.speed, v.bandwidths), "",
+            f"![{graph}: speedup to accuracy against bandwidth]({figure})", ""]
 
 
 def missing_section(graph: str, counts: list[str]) -> list[str]:
@@ -128,7 +140,7 @@ def graph_section(graph: str, v: GraphVerdict, e2e: str | None,
     if v.error is not None:
         lines += ["", "The decomposition against end-to-end runs (" + e2e + "): " + (
             "; ".join(f"{r.method}@{r.bandwidth} seed {r.seed}: {r.error_pct:+.1f}%"
-                      for r in v.error.itertuples()) if len(v.error) else "no matching run") + "."]
+                      for r in v.error.itertuples()) if len(v.error) else "no run yet at a method and bandwidth timed here") + "."]
     return lines + [""]
 
 
