@@ -33,7 +33,7 @@ from .running.loadavg import per_run, samples, sampling
 from .running.suite_runs import run_suite
 from .suites.layout import load_file, runs_folder
 from .suites.load import load
-from .suites.suite import Suite, expand, load_suite
+from .suites.suite import Suite, base_label, expand, labels, load_suite
 
 
 def parse_seeds(text: str | None, suite: Suite) -> set[int] | None:
@@ -63,6 +63,18 @@ def parse_networks(text: str | None, suite: Suite) -> set[str] | None:
     return nets
 
 
+def parse_labels(text: str | None, suite: Suite) -> set[str] | None:
+    """``--labels exact,digest-I10`` as a set; every one must be a method label of the suite."""
+    if text is None:
+        return None
+    names = {x.strip() for x in text.split(",") if x.strip()}
+    known = list(dict.fromkeys(base_label(x) for x in labels(suite)))  # without @bandwidth
+    if not names or not names <= set(known):
+        raise ValueError(f"suite {suite.name} names the labels {', '.join(known)}; --labels "
+                         f"{text} names others")
+    return names
+
+
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="python -m experiments.runner", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -76,6 +88,9 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--networks", default=None, metavar="LIST",
                    help="only the runs at these emulated bandwidths, comma-separated (e.g. "
                    "10gbit,1gbit): an emulated suite in parts")
+    p.add_argument("--labels", default=None, metavar="LIST",
+                   help="only these methods' runs (the suite's labels, comma-separated): a suite "
+                   "whose seed alone is too long for one sitting, in parts")
     p.add_argument("--load-file", default=None, metavar="CSV",
                    help="where the load samples go (default: see above)")
     p.add_argument("--loads", action="store_true",
@@ -100,6 +115,7 @@ def main(argv=None) -> int:
         suite = load_suite(args.suite)
         seeds = parse_seeds(args.seeds, suite)
         networks = parse_networks(args.networks, suite)
+        chosen = parse_labels(args.labels, suite)
     except (ValueError, OSError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
@@ -109,7 +125,7 @@ def main(argv=None) -> int:
         return loads(root, load_path)
     try:
         with sampling(load_path):
-            counts = run_suite(suite, root, seeds=seeds, networks=networks)
+            counts = run_suite(suite, root, seeds=seeds, networks=networks, labels=chosen)
     except subprocess.CalledProcessError as e:
         tail = (e.stderr or "").strip().splitlines()[-1:] or ["(no output)"]
         print(f"error: `python -m digest methods` failed: {tail[0]}", file=sys.stderr)

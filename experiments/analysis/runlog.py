@@ -150,16 +150,20 @@ def periods(items: list[Entry]) -> list[list[Entry]]:
     return out
 
 
+def plan_notes(suite: Suite, plan: dict) -> list[str]:
+    """What the last run of the suite was restricted to (--seeds, --networks, --labels) and what
+    its plan skipped."""
+    name, out = f"plan_{suite.name}.json", []
+    for key, what in (("seeds", "seeds"), ("networks", "the bandwidths"), ("labels", "the labels")):
+        if plan.get(key) is not None:
+            out.append(f"{name}: the last run of the suite was restricted to {what} "
+                       + ", ".join(map(str, plan[key])) + f" (--{key})")
+    return out + [f"{name}: skipped {note}" for note in plan.get("skipped") or []]
+
+
 def irregular(items: list[Entry], suite: Suite, plan: dict) -> list[str]:
     """One line per thing the run files show as irregular (see the module doc)."""
-    out = []
-    if plan.get("seeds") is not None:
-        out.append(f"plan_{suite.name}.json: the last run of the suite was restricted to seeds "
-                   + ", ".join(map(str, plan["seeds"])) + " (--seeds)")
-    if plan.get("networks") is not None:
-        out.append(f"plan_{suite.name}.json: the last run of the suite was restricted to the "
-                   "bandwidths " + ", ".join(plan["networks"]) + " (--networks)")
-    out += [f"plan_{suite.name}.json: skipped {note}" for note in plan.get("skipped") or []]
+    out = plan_notes(suite, plan)
     by_run = {str(r.directory(".")): r for r in expand(suite)}
     planned = set(plan["runs"]) if "runs" in plan else set(by_run)
     present = {e.path for e in items}

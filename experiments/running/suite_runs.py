@@ -22,7 +22,7 @@ from digest.training.metrics import write_json
 
 from ..suites.load import graph_changed
 from ..suites.schedule import interleave
-from ..suites.suite import Run, Suite, expand, network_of
+from ..suites.suite import Run, Suite, base_label, expand, network_of
 from .launch import launch, registered_methods
 
 
@@ -108,10 +108,11 @@ def plan_path(root: Path, suite_name: str) -> Path:
 
 
 def run_suite(suite: Suite, root: Path, methods: set[str] | None = None, launcher=launch,
-              seeds: set[int] | None = None, networks: set[str] | None = None) -> dict:
-    """Run the suite's runs not yet complete; with ``seeds`` (``networks``), only those seeds'
-    runs (those at these emulated bandwidths): a long suite can then be run in parts, and the
-    tables read whatever runs are complete."""
+              seeds: set[int] | None = None, networks: set[str] | None = None,
+              labels: set[str] | None = None) -> dict:
+    """Run the suite's runs not yet complete; with ``seeds`` (``networks``, ``labels``), only those
+    seeds' runs (those at these emulated bandwidths, of these method labels): a long suite can then
+    be run in parts, and the tables read whatever runs are complete."""
     runs, notes = plan(suite, registered_methods() if methods is None else methods)
     for note in notes:
         print(f"note: skipping {note}")
@@ -121,11 +122,14 @@ def run_suite(suite: Suite, root: Path, methods: set[str] | None = None, launche
                                              "seeds": None if seeds is None else sorted(seeds),
                                              "networks": None if networks is None
                                              else sorted(networks),
+                                             "labels": None if labels is None else sorted(labels),
                                              "runs": [str(r.directory(".")) for r in runs]})
     if seeds is not None:
         runs = [r for r in runs if r.seed in seeds]
     if networks is not None:
         runs = [r for r in runs if network_of(r.label) in networks]
+    if labels is not None:
+        runs = [r for r in runs if base_label(r.label) in labels]
     counts = {"ran": 0, "skipped": 0, "failed": []}
     t0 = time.perf_counter()
     with tqdm(total=len(runs), desc=f"suite {suite.name}", unit="run", dynamic_ncols=True) as bar:

@@ -243,3 +243,18 @@ def test_a_run_on_a_former_graph_is_missing_from_the_tables_not_averaged(tmp_pat
     assert [(r.label, r.seed) for r in loaded.records] == [("exact", 0), ("varco-fixed-8", 0)]
     assert loaded.missing == [f"{spec} {name}_w2_s1 (graph changed: signal 0.5 -> 0.2)"
                               for name in ("exact", "varco-fixed-8")]
+
+
+def test_labels_run_a_suite_in_parts_by_method_and_unknown_ones_are_refused(tmp_path, monkeypatch):
+    monkeypatch.setattr(suite_runs, "unavailable_datasets", lambda names: {})
+    suite = suite_from_dict({**SUITE, "seeds": [0], "networks": ["1gbit"]})
+    root, calls = tmp_path / "runs", []
+    suite_runs.run_suite(suite, root, {"exact", "varco"}, fake_launcher(calls), labels={"exact"})
+    assert calls == ["exact@1gbit_w2_s0"]
+    plan = json.loads((root / "plan_t.json").read_text())
+    assert plan["labels"] == ["exact"] and len(plan["runs"]) == 2
+    assert runner.parse_labels("exact,varco-fixed-8", suite) == {"exact", "varco-fixed-8"}
+    with pytest.raises(ValueError, match="names the labels exact, varco-fixed-8; --labels sat names"):
+        runner.parse_labels("sat", suite)
+    assert runlog.irregular([], suite, plan)[0] == (
+        "plan_t.json: the last run of the suite was restricted to the labels exact (--labels)")
