@@ -14,7 +14,9 @@ round), so its **speedup to accuracy** over exact = (exact's mean epochs / the m
 median over rounds of t_exact / t_method; the 95% interval bootstraps seeds (both methods' epochs
 at the same resampled seeds: a seed draws the split) and rounds. A method that misses the target
 at any seed is "not reached". Asynchronous methods (their trajectory depends on timing) are not
-decomposed: "end to end only".
+decomposed: their time to target is measured end to end, in the graph's end-to-end suite (labels
+``<method>@<bw>``, every epoch evaluated, on the training clock), against exact's decomposed time;
+where that suite has no run of theirs at a bandwidth, "end to end only".
 """
 from __future__ import annotations
 
@@ -118,9 +120,38 @@ def _boot(e_ref: dict, e_m: dict, t_ref: dict, t_m: dict, rng) -> tuple:
     return float(point), float(lo), float(hi)
 
 
-def speedups(conv: dict, times: dict, bandwidths: list) -> pd.DataFrame:
+def _boot_e2e(e_ref: dict, t_ref: dict, measured: dict, rng) -> tuple:
+    """Point, lo, hi of exact's decomposed time to target (mean E_ref x median over rounds of
+    t_ref) over a method's time measured end to end (mean over its seeds): the seeds both have
+    resampled jointly (a seed draws the split), exact's rounds resampled."""
+    seeds = sorted(set(e_ref) & set(measured))
+    a = np.array([e_ref[s] for s in seeds], float)
+    m = np.array([measured[s] for s in seeds], float)
+    t = np.array([t_ref[r] for r in sorted(t_ref)])
+    point = a.mean() * float(np.median(t)) / m.mean()
+    si = rng.integers(len(seeds), size=(REPLICATES, len(seeds)))
+    ri = rng.integers(len(t), size=(REPLICATES, len(t)))
+    draws = a[si].mean(axis=1) * np.median(t[ri], axis=1) / m[si].mean(axis=1)
+    tail = (1 - LEVEL) / 2 * 100
+    lo, hi = np.percentile(draws, [tail, 100 - tail])
+    return float(point), float(lo), float(hi)
+
+
+def end_to_end(conv: dict, e2e: Loaded, q: float = Q) -> dict:
+    """{(label, bw): {seed: seconds to target on the training clock (the sum of per-epoch times
+    up to the first evaluation at the target), None where missed}} of a graph's end-to-end runs,
+    at the convergence runs' target."""
+    target, out = target_of_conv(conv, q), {}
+    for r in e2e.records:
+        n = epochs_to(r.metrics, target)
+        out.setdefault((base_label(r.label), network_of(r.label)), {})[r.seed] = \
+            None if n is None else float(r.metrics["epoch_time"].iloc[:n].sum())
+    return out
+
+
+def speedups(conv: dict, times: dict, bandwidths: list, measured: dict | None = None) -> pd.DataFrame:
     """One row per (label, bandwidth): speedup to accuracy over exact with its interval, or why
-    there is none; the per-epoch speedup, the ceiling (exact over partition-based per epoch) and
+    there is none (an asynchronous method's from ``measured``, ``end_to_end``'s times); the per-epoch speedup, the ceiling (exact over partition-based per epoch) and
     the per-epoch speedup as a fraction of it; the A/A check of the point."""
     rng, ref, rows = np.random.default_rng(SEED), conv["exact"], []
     for label, c in conv.items():
@@ -138,7 +169,15 @@ def speedups(conv: dict, times: dict, bandwidths: list) -> pd.DataFrame:
                        noisy=noisy(aa), aa=aa.median if aa else np.nan)
             row["of_ceiling"] = row["per_epoch"] / row["ceiling"]
             if c.method in ASYNC:
-                row["note"] = "end to end only (asynchronous)"
+                got = {k: v for k, v in (measured or {}).get((label, bw), {}).items()
+                       if k in ref.epochs}
+                if not got or not t_ref:
+                    row["note"] = "end to end only (asynchronous)"
+                elif any(v is None for v in got.values()):
+                    row["note"] = NOT_REACHED + " (end to end)"
+                else:
+                    row["speedup"], row["lo"], row["hi"] = _boot_e2e(ref.epochs, t_ref, got, rng)
+                    row["note"] = "end to end"
             elif any(v is None for v in c.epochs.values()):
                 row["note"] = NOT_REACHED
             elif not t_m or not t_ref:
@@ -187,7 +226,7 @@ def decomposition_error(conv: dict, times: dict, e2e: Loaded, q: float = Q) -> p
     for r in e2e.records:
         label, bw = base_label(r.label), network_of(r.label)
         c, t = conv.get(label), times.get((label, bw))
-        if c is None or not t or c.epochs.get(r.seed) is None:
+        if c is None or c.method in ASYNC or not t or c.epochs.get(r.seed) is None:
             continue
         n = epochs_to(r.metrics, target)
         if n is None:
@@ -224,4 +263,5 @@ def of_graph(converge: Loaded, speed: Loaded, e2e: Loaded | None = None) -> Grap
     bws = sorted({network_of(r.label) for r in speed.records if network_of(r.label)},
                  key=lambda b: -BITS.get(b, 0))
     err = decomposition_error(conv, times, e2e) if e2e is not None else None
-    return GraphVerdict(accuracy(conv), speedups(conv, times, bws), bws, err)
+    measured = end_to_end(conv, e2e) if e2e is not None else None
+    return GraphVerdict(accuracy(conv), speedups(conv, times, bws, measured), bws, err)

@@ -4,6 +4,7 @@ machine and versions, re-runs and irregularities, every run with its times and l
 from __future__ import annotations
 
 import os
+import re
 from datetime import datetime
 from pathlib import Path
 
@@ -11,7 +12,10 @@ import pandas as pd
 
 from ..analysis.runlog import (PERIOD_GAP, Entry, RunLog, by_commit, irregular, load_in, periods,
                                read, when)
-from ..suites.suite import Suite
+from ..suites.suite import Suite, network_of
+
+# more missing runs than this are counted by part, not named
+MISSING_LISTED = 12
 
 
 def _load(load: pd.DataFrame | None, start: datetime | None, end: datetime | None) -> str:
@@ -75,6 +79,24 @@ def render(suite: Suite, runs: Path, samples: Path | None, out_dir: Path, comman
     return "\n".join(lines) + "\n"
 
 
+def missing(names: list[str], listed: int = MISSING_LISTED) -> str:
+    """The planned runs not complete ("CS exact@10gbit_w4_s0_r1", ...): named one by one when
+    few, else counted by the part a suite is run in (dataset and bandwidth, or dataset and seed),
+    so that a suite started in parts does not print its whole plan."""
+    if len(names) <= listed:
+        return ", ".join(names)
+    counts: dict = {}
+    for name in names:
+        dataset, run = name.split(" ", 1) if " " in name else ("", name)
+        label, rest = run.rsplit("_w", 1) if "_w" in run else (run, "")
+        seed = re.search(r"_s(\d+)", "_" + rest)
+        part = network_of(label) or (f"seed {seed.group(1)}" if seed else "other")
+        key = f"{dataset} {part}".strip()
+        counts[key] = counts.get(key, 0) + 1
+    return (f"{len(names)} runs ({', '.join(f'{k}: {n}' for k, n in counts.items())}; each "
+            "planned run is named in the plan file)")
+
+
 def _head(log: RunLog, out_dir: Path, command: str) -> list[str]:
     suite, loaded, runs = log.suite, log.loaded, log.runs
     rel = lambda p: Path(os.path.relpath(p, out_dir)).as_posix()  # noqa: E731
@@ -87,7 +109,7 @@ def _head(log: RunLog, out_dir: Path, command: str) -> list[str]:
             f"Command: `{command}`; each run's own command is in its summary.json and in runs.csv.",
             f"Runs: {loaded.done} complete of {loaded.expected} planned"
             + (f" (plan_{suite.name}.json)" if "runs" in log.plan else "")
-            + (f", missing: {', '.join(loaded.missing)}" if loaded.missing else "")
+            + (f", missing: {missing(loaded.missing)}" if loaded.missing else "")
             + f"; {len(log.items)} run folder(s).", "",
             "Times are the running machine's clock as run.json records them (UTC on the reference "
             "VM); ended = started + the run's wall seconds (run.json: the launch included); train "

@@ -12,14 +12,15 @@ import pandas as pd
 
 from .figures import MAX_SERIES, grid, save, style
 from .markdown import md_table
+from ..analysis.paired import AA_BAND
 from ..analysis.verdict import CLOSE, CONVERGED, Q, GraphVerdict, fastest
 
 
 def _iv(row) -> str:
-    if row.note:
+    if math.isnan(row.speedup):
         return row.note
     text = f"{row.speedup:.2f}x [{row.lo:.2f}, {row.hi:.2f}]"
-    return text + (" (noisy point)" if row.noisy else "")
+    return text + (f" ({row.note})" if row.note else "") + (" (noisy point)" if row.noisy else "")
 
 
 def _acc(r) -> str:
@@ -54,6 +55,18 @@ def sentence(graph: str, acc: pd.DataFrame, speed: pd.DataFrame, bandwidths: lis
                      f"at {bw}, {best} ({row.speedup.iloc[0]:.2f}x exact's time)")
     return (f"On {graph}, the first to {Q:g} of exact's best validation accuracy among the methods "
             f"within {CLOSE} points of exact's test accuracy: " + "; ".join(parts) + ".")
+
+
+def aa_line(speed: pd.DataFrame, bandwidths: list) -> str:
+    """The noise floor of each bandwidth: exact's A/A twin over exact per epoch (median over
+    rounds), and at how many bandwidths it passes (median within AA_BAND, interval holding 1)."""
+    ref = speed[speed.method == "exact"].set_index("bandwidth").reindex(bandwidths)
+    ok = [bw for bw, r in ref.iterrows() if not math.isnan(r.aa) and not r.noisy]
+    return (f"A/A check (exact's twin over exact per epoch; it passes with its median within "
+            f"[{AA_BAND[0]:g}, {AA_BAND[1]:g}] and its interval holding 1): passes at {len(ok)} of "
+            f"{len(bandwidths)} bandwidths (" + ", ".join(
+                f"{bw} {r.aa:.2f}x" + ("" if bw in ok else ", noisy: its cells are marked")
+                for bw, r in ref.iterrows()) + ").")
 
 
 def ceilings(speed: pd.DataFrame, bandwidths: list) -> str:
@@ -135,13 +148,30 @@ def graph_section(graph: str, v: GraphVerdict, e2e: str | None,
     lines = [f"## {graph}", "", *later, sentence(graph, v.acc, v.speed, v.bandwidths), "",
              _converged(v.acc),
              "", table(v.acc, v.speed, v.bandwidths), "",
+             aa_line(v.speed, v.bandwidths), "",
              "Per-epoch speedup as a fraction of its ceiling (exact over partition-based per "
              "epoch, section 13):", "", ceilings(v.speed, v.bandwidths)]
     if v.error is not None:
-        lines += ["", "The decomposition against end-to-end runs (" + e2e + "): " + (
-            "; ".join(f"{r.method}@{r.bandwidth} seed {r.seed}: {r.error_pct:+.1f}%"
-                      for r in v.error.itertuples()) if len(v.error) else "no run yet at a method and bandwidth timed here") + "."]
+        lines += ["", *decomposition(v.error, e2e)]
     return lines + [""]
+
+
+def decomposition(error: pd.DataFrame, e2e: str) -> list[str]:
+    """The decomposition against end-to-end runs (suite ``e2e``): per run, the time to target
+    measured on the training clock and the decomposition's, their error, and the largest."""
+    if error.empty:
+        return [f"The decomposition against end-to-end runs ({e2e}): no run yet at a method and "
+                "bandwidth timed here."]
+    worst = error.error_pct.abs().max()
+    return [f"The decomposition against end-to-end runs ({e2e}): time to target measured on the "
+            "training clock of a run behind the link, against (its seed's epochs to target from "
+            "the convergence runs) x (per-epoch time from the speed runs); largest error "
+            f"{worst:.1f}% over {len(error)} runs at {error.bandwidth.nunique()} bandwidth(s).", "",
+            md_table(["method", "bandwidth", "seed", "epochs to target (end to end / convergence)",
+                      "measured s", "decomposition s", "error"],
+                     [[r.method, r.bandwidth, r.seed, f"{r.epochs} / {r.epochs_converge}",
+                       f"{r.measured_s:.1f}", f"{r.predicted_s:.1f}", f"{r.error_pct:+.1f}%"]
+                      for r in error.itertuples()])]
 
 
 def page(sections: list[str]) -> str:
@@ -151,7 +181,8 @@ def page(sections: list[str]) -> str:
              "runs (docs/methods.md section 12; do not edit).* Speedup to accuracy = exact's time "
              f"to {Q:g} x its mean best validation accuracy / the method's, by the "
              "decomposition (epochs to target from the convergence runs x per-epoch time at the "
-             "bandwidth, a mean over whole periods, from the speed runs); 95% interval: seeds and "
+             "bandwidth, a mean over whole periods, from the speed runs; an asynchronous method's "
+             "own time measured end to end behind the link, marked so); 95% interval: seeds and "
              "rounds resampled. The benchmark's suites (bench_converge_*, bench_speed_*; "
              "docs/reproducing.md) run in parts; a graph without complete runs says what is "
              "missing. The third graph, the embedded synthetic default, is the one on which "

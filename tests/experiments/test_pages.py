@@ -141,6 +141,16 @@ def test_runlog_says_once_that_a_suite_was_renamed_since_its_runs(suite, tmp_pat
             "their argv records); renamed since (named by its question)") in notes
 
 
+def test_few_missing_runs_are_named_and_many_are_counted_by_part():
+    few = ["CS exact@1gbit_w4_s0", "CS partition@1gbit_w4_s0_r1"]
+    assert runlog.missing(few) == "CS exact@1gbit_w4_s0, CS partition@1gbit_w4_s0_r1"
+    many = ([f"CS m{i}@10gbit_w4_s0" for i in range(3)] + ["CS exact@1gbit_w4_s0_r2"]
+            + ["Physics minibatch_w4_s1", "Physics sat_w4_s2", "Physics exact_w4_s2"])
+    assert runlog.missing(many, listed=3) == (
+        "7 runs (CS 10gbit: 3, CS 1gbit: 1, Physics seed 1: 1, Physics seed 2: 2; each planned run "
+        "is named in the plan file)")
+
+
 def test_markers_pair_up_or_the_page_is_refused_in_one_line():
     page = f"# Title\n\nprose\n{BEGIN}\nold\n{END}\nmore prose\n"
     assert blocks.blocks(page, "p.md") == {"generated": (3, 5)}

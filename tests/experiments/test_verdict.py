@@ -1,7 +1,7 @@
 """experiments/analysis/verdict.py and render/verdict.py (docs/methods.md section 12): epochs to target
 from convergence runs x per-epoch time at a bandwidth from speed rounds, the speedup to accuracy
 and its interval, "not reached", the ceiling, the fastest method close to exact, and the
-decomposition against an end-to-end run. Hand-made runs, no training."""
+decomposition against an end-to-end run, an asynchronous method timed end to end. Hand-made runs, no training."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -106,6 +106,42 @@ def test_the_decomposition_against_an_end_to_end_run(conv):
     # predicted: 20 epochs x the rounds' mean 0.25 x 1.5 = 7.5 s; measured 20 x 0.375 = 7.5 s
     assert len(err) == 1 and err.error_pct.iloc[0] == pytest.approx(0.0)
     assert err.measured_s.iloc[0] == pytest.approx(7.5)
+    text = "\n".join(verdict_render.decomposition(err, "bench_e2e_toy"))
+    assert "largest error 0.0% over 1 runs at 1 bandwidth(s)" in text
+    assert "| digest-I10 | 50mbit | 0 | 20 / 20 | 7.5 | 7.5 | +0.0% |" in text
+
+
+def test_an_asynchronous_method_is_timed_end_to_end_not_decomposed():
+    recs = [run("exact", s, curve(e), [1.0] * 40, test=0.80) for s, e in ((0, 10), (1, 12), (2, 14))]
+    recs += [run("digest-async-I10", s, curve(25), [1.0] * 40, "digest-async") for s in (0, 1, 2)]
+    conv = verdict.convergence(Loaded(recs, ["toy"], ["exact", "digest-async-I10"]))
+    times = verdict.round_times(speed_runs(), 3)  # exact@50mbit: rounds 1.0, 2.0, 1.5 s an epoch
+    # end to end behind the link: seed 0 reaches the target at epoch 30 at 0.2 s an epoch, seed 1
+    # at 30 at 0.3 s; seed 2 never
+    e2e = Loaded([run("digest-async-I10@50mbit", 0, curve(30), [0.2] * 40, "digest-async"),
+                  run("digest-async-I10@50mbit", 1, curve(30), [0.3] * 40, "digest-async")],
+                 ["toy"], [])
+    measured = verdict.end_to_end(conv, e2e)
+    assert measured == {("digest-async-I10", "50mbit"): {0: pytest.approx(6.0), 1: pytest.approx(9.0)}}
+    sp = verdict.speedups(conv, times, ["50mbit"], measured).set_index("method")
+    a = sp.loc["digest-async-I10"]  # exact at seeds 0, 1: mean 11 epochs x median 1.5 s / 7.5 s
+    assert a.speedup == pytest.approx(2.2) and a.lo <= a.speedup <= a.hi and a.note == "end to end"
+    assert verdict_render._iv(a).startswith("2.20x [") and verdict_render._iv(a).endswith("(end to end)")
+    assert verdict.decomposition_error(conv, times, e2e).empty  # not a check of the decomposition
+    e2e.records.append(run("digest-async-I10@50mbit", 2, [0.5] * 40, [0.2] * 40, "digest-async"))
+    sp = verdict.speedups(conv, times, ["50mbit"], verdict.end_to_end(conv, e2e)).set_index("method")
+    assert sp.loc["digest-async-I10", "note"] == "not reached (end to end)"
+    sp = verdict.speedups(conv, times, ["50mbit"]).set_index("method")
+    assert sp.loc["digest-async-I10", "note"] == "end to end only (asynchronous)"
+
+
+def test_the_a_a_line_counts_the_bandwidths_whose_noise_floor_passes(conv):
+    sp = verdict.speedups(conv, verdict.round_times(speed_runs(), 3), ["50mbit"])
+    line = verdict_render.aa_line(sp, ["50mbit"])
+    assert line.endswith("passes at 1 of 1 bandwidths (50mbit 1.00x).")
+    sp.loc[sp.method == "exact", ["aa", "noisy"]] = [1.08, True]
+    assert verdict_render.aa_line(sp, ["50mbit"]).endswith(
+        "passes at 0 of 1 bandwidths (50mbit 1.08x, noisy: its cells are marked).")
 
 
 def test_the_figure_is_written(conv, tmp_path):
