@@ -78,14 +78,18 @@ def states(root: Path = REPO) -> dict:
 def lead(page_dir: Path, graphs: dict) -> str:
     """The block that leads README.md and results/README.md (``page_dir``: the page's folder,
     relative to the repository; ``graphs``: ``states()``): each graph's sentence, table and
-    figure where its speed runs have begun, one line for each graph still waiting."""
+    figure where its speed runs have begun, one line for the graphs still waiting."""
     link = os.path.relpath(OUT / "README.md", page_dir)
-    lines = []
+    lines, waiting = [], []
     for graph, (kind, *got) in graphs.items():
         figure = os.path.relpath(PLOTS / verdict_render.figure_name(graph), page_dir)
-        lines += (verdict_render.lead(graph, got[0], got[1], figure) if kind == "verdict" else
-                  [f"**{graph}**: speedups to accuracy not measured yet ([the verdict]({link}) "
-                   "says what has run).", ""])
+        if kind == "verdict":
+            lines += verdict_render.lead(graph, got[0], got[1], figure)
+        else:
+            waiting.append(f"**{graph}**")
+    if waiting:  # one line for the graphs still waiting
+        lines += [f"{', '.join(waiting)}: speedups to accuracy not measured yet ([the verdict]"
+                  f"({link}) says what has run).", ""]
     return "\n".join(lines).rstrip("\n") + "\n"
 
 
