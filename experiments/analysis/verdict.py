@@ -20,6 +20,7 @@ where that suite has no run of theirs at a bandwidth, "end to end only".
 """
 from __future__ import annotations
 
+import zlib
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -104,6 +105,12 @@ def round_times(speed: Loaded, warmup: int) -> dict:
     return out
 
 
+def _rng(*key: str) -> np.random.Generator:
+    """The bootstrap's generator for one row: seeded by SEED and the row's key, so that a row's
+    interval does not move when another row is added."""
+    return np.random.default_rng([SEED, zlib.crc32("|".join(key).encode())])
+
+
 def _boot(e_ref: dict, e_m: dict, t_ref: dict, t_m: dict, rng) -> tuple:
     """Point, lo, hi of (mean E_ref / mean E_m) x median_r(t_ref / t_m): seeds and rounds
     resampled (each jointly for both methods)."""
@@ -154,9 +161,10 @@ def speedups(conv: dict, times: dict, bandwidths: list, measured: dict | None = 
     """One row per (label, bandwidth): speedup to accuracy over exact with its interval, or why
     there is none (an asynchronous method's from ``measured``, ``end_to_end``'s times); the per-epoch speedup, the ceiling (exact over partition-based per epoch) and
     the per-epoch speedup as a fraction of it; the A/A check of the point."""
-    rng, ref, rows = np.random.default_rng(SEED), conv["exact"], []
+    ref, rows = conv["exact"], []
     for label, c in conv.items():
         for bw in bandwidths:
+            rng = _rng(label, bw)
             row = {"method": label, "bandwidth": bw, "speedup": np.nan, "lo": np.nan,
                    "hi": np.nan, "note": ""}
             t_ref, t_m = times.get(("exact", bw), {}), times.get((label, bw), {})
@@ -198,8 +206,9 @@ def speedups(conv: dict, times: dict, bandwidths: list, measured: dict | None = 
 def accuracy(conv: dict) -> pd.DataFrame:
     """Per label: test accuracy (mean, std over seeds), its difference from exact's (points) with
     a 95% interval (seeds resampled jointly), epochs to target (mean; reached k/n), MiB per epoch."""
-    rng, ref, rows = np.random.default_rng(SEED), conv["exact"], []
+    ref, rows = conv["exact"], []
     for label, c in conv.items():
+        rng = _rng(label)
         seeds = sorted(set(c.test) & set(ref.test))
         d = np.array([c.test[s] - ref.test[s] for s in seeds]) * 100
         draws = d[rng.integers(len(d), size=(REPLICATES, len(d)))].mean(axis=1)

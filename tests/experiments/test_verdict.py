@@ -72,6 +72,31 @@ def test_speedup_to_accuracy_is_epochs_ratio_times_per_epoch_ratio(conv):
     assert np.isnan(sp.loc["partition", "speedup"])
 
 
+def test_a_row_s_interval_does_not_move_when_another_method_is_added(monkeypatch):
+    seeds = range(8)  # enough seeds that an interval's ends depend on the draws
+    recs = [run("exact", s, curve(10 + s), [1.0] * 40, test=0.80 + 0.003 * s) for s in seeds]
+    recs += [run("digest-I10", s, curve(12 + (5 * s) % 7), [1.0] * 40, "digest",
+                 test=0.79 + 0.004 * ((3 * s) % 5)) for s in seeds]
+    recs += [run("aaa-first", s, curve(9 + s), [1.0] * 40, "digest", test=0.78) for s in seeds]
+    everyone = verdict.convergence(Loaded(recs, ["toy"], []))
+    alone = {k: v for k, v in everyone.items() if k != "aaa-first"}
+    added = {"aaa-first": everyone["aaa-first"], **alone}  # the new row comes first
+    times = verdict.round_times(speed_runs(), 3)
+
+    def ends(conv, shared=False):
+        if shared:  # one generator for all rows of a table, as before: a new row moves the ends
+            gen = np.random.default_rng(0)
+            monkeypatch.setattr(verdict, "_rng", lambda *key: gen)
+        sp = verdict.speedups(conv, times, ["50mbit"]).set_index("method").loc["digest-I10"]
+        if shared:
+            gen = np.random.default_rng(0)
+        acc = verdict.accuracy(conv).set_index("method").loc["digest-I10"]
+        return [sp.lo, sp.hi, acc.delta_lo, acc.delta_hi]
+
+    assert ends(added) == ends(alone)
+    assert ends(added, shared=True) != ends(alone, shared=True)
+
+
 def test_accuracy_table_fastest_and_sentence(conv):
     acc = verdict.accuracy(conv).set_index("method")
     assert acc.loc["digest-I10", "delta"] == pytest.approx(-1.0)
