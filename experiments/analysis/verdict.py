@@ -159,7 +159,8 @@ def end_to_end(conv: dict, e2e: Loaded, q: float = Q) -> dict:
 
 def speedups(conv: dict, times: dict, bandwidths: list, measured: dict | None = None) -> pd.DataFrame:
     """One row per (label, bandwidth): speedup to accuracy over exact with its interval, or why
-    there is none (an asynchronous method's from ``measured``, ``end_to_end``'s times); the per-epoch speedup, the ceiling (exact over partition-based per epoch) and
+    there is none (an asynchronous method's from ``measured``, ``end_to_end``'s times); the
+    per-epoch speedup, the ceiling (exact over partition-based per epoch) and
     the per-epoch speedup as a fraction of it; the A/A check of the point."""
     ref, rows = conv["exact"], []
     for label, c in conv.items():
