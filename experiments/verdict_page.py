@@ -18,7 +18,7 @@ from pathlib import Path
 from .analysis import verdict
 from .render import verdict as verdict_render
 from .suites.layout import runs_folder
-from .suites.load import Loaded, load
+from .suites.load import Loaded, load, missing_parts
 from .suites.suite import load_suite, network_of
 
 REPO = Path(__file__).resolve().parents[1]
@@ -96,7 +96,7 @@ def lead(page_dir: Path, graphs: dict) -> str:
 def _complete_bandwidths(speed: Loaded) -> tuple[list, list]:
     """The bandwidths whose speed runs are all complete (every method, every round: the suite
     runs in parts, one bandwidth at a time), and those still waiting for runs."""
-    waiting = {network_of(m.split()[1].rsplit("_w", 1)[0]) for m in speed.missing}
+    waiting = {network_of(missing_parts(m)[1]) for m in speed.missing}
     present = {network_of(r.label) for r in speed.records + speed.later}
     order = sorted(present | waiting, key=lambda b: -verdict.BITS.get(b, 0))
     return [b for b in order if b in present - waiting], [b for b in order if b in waiting]

@@ -4,7 +4,6 @@ machine and versions, re-runs and irregularities, every run with its times and l
 from __future__ import annotations
 
 import os
-import re
 from datetime import datetime
 from pathlib import Path
 
@@ -12,6 +11,7 @@ import pandas as pd
 
 from ..analysis.runlog import (PERIOD_GAP, Entry, RunLog, by_commit, irregular, load_in, periods,
                                read, when)
+from ..suites.load import missing_parts
 from ..suites.suite import Suite, network_of
 
 # more missing runs than this are counted by part, not named
@@ -87,10 +87,8 @@ def missing(names: list[str], listed: int = MISSING_LISTED) -> str:
         return ", ".join(names)
     counts: dict = {}
     for name in names:
-        dataset, run = name.split(" ", 1) if " " in name else ("", name)
-        label, rest = run.rsplit("_w", 1) if "_w" in run else (run, "")
-        seed = re.search(r"_s(\d+)", "_" + rest)
-        part = network_of(label) or (f"seed {seed.group(1)}" if seed else "other")
+        dataset, label, seed = missing_parts(name)
+        part = network_of(label) or (f"seed {seed}" if seed is not None else "other")
         key = f"{dataset} {part}".strip()
         counts[key] = counts.get(key, 0) + 1
     return (f"{len(names)} runs ({', '.join(f'{k}: {n}' for k, n in counts.items())}; each "

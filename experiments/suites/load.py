@@ -12,6 +12,7 @@ experiments/analysis/timing.py with ``records``).
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -98,6 +99,15 @@ def graph_changed(run: Run, summary: dict) -> str:
     recorded = drawn_options(recorded)  # with the defaults the generator does not record
     return ", ".join(f"{k} {recorded[k]} -> {v}" for k, v in sorted(now.items())
                      if k in recorded and recorded[k] != v)
+
+
+def missing_parts(name: str) -> tuple[str, str, int | None]:
+    """A missing run as ``load`` names it, split: its dataset, label and seed
+    ("CS exact@1gbit_w4_s0_r1" -> ("CS", "exact@1gbit", 0))."""
+    dataset, run = name.split(" ", 1) if " " in name else ("", name)
+    label, rest = run.rsplit("_w", 1) if "_w" in run else (run, "")
+    seed = re.search(r"_s(\d+)", "_" + rest)
+    return dataset, label, int(seed.group(1)) if seed else None
 
 
 def load(root: str | Path, suite: Suite | None = None) -> Loaded:
