@@ -15,7 +15,10 @@ them side by side:
   second half of the epochs, named ``... 2nd half``: the first syncs, while the rows still move
   fast, dominate the whole run's mean;
 - peak memory: the run's largest per-worker peak (``summary.json`` ``peak_mem_mb_max``, MiB),
-  mean over seeds; the same process-level measure for every method.
+  mean over seeds; the same process-level measure for every method;
+- an asynchronous run's per-worker pace (``BY_WORKER``, from ``summary.json``): each worker's
+  share of the gradients the server applied and their mean staleness, worker by worker, mean over
+  seeds: a co-located or faster worker can make most of the steps (docs/digest-a.md).
 """
 from __future__ import annotations
 
@@ -31,6 +34,8 @@ HARNESS = {"epoch", "train_loss", "epoch_time", "comm_time", "compute_time", "pe
 CUMULATIVE = {"store_syncs", "server_version", "server_wall_time", "sat_gate_closed"}  # running: the last value is the total
 PER_WORKER = re.compile(r".*_w\d+$")
 ERRORS = re.compile(r"(stale|pred|served)_err_l\d+$")
+BY_WORKER = {"grad_share_by_worker": ("grad share by worker", ".2f"),
+             "staleness_param_mean_by_worker": ("staleness_param by worker", ".1f")}
 
 
 def state_columns(metrics: pd.DataFrame) -> list[str]:
@@ -59,8 +64,22 @@ def table(loaded: Loaded) -> pd.DataFrame:
                     if len(late):
                         means.setdefault(f"{c} 2nd half", []).append(float(late.mean()))
         mem = [r.summary["peak_mem_mb_max"] for r in recs if r.summary.get("peak_mem_mb_max")]
+        state = [f"{c} {sum(v) / len(v):.4g}" for c, v in means.items()] + _by_worker(recs)
         rows.append({"dataset": dataset, "method": label, "workers": workers, "seeds": len(recs),
                      "peak_mem_mb": sum(mem) / len(mem) if mem else float("nan"),
-                     "state": "; ".join(f"{c} {sum(v) / len(v):.4g}" for c, v in means.items())})
+                     "state": "; ".join(state)})
     return pd.DataFrame(rows, columns=["dataset", "method", "workers", "seeds", "peak_mem_mb",
                                        "state"])
+
+
+def _by_worker(recs: list) -> list[str]:
+    """``BY_WORKER``'s entries, worker by worker (mean over the seeds that have them), e.g.
+    ``grad share by worker 0.84/0.05/0.05/0.06``."""
+    out = []
+    for key, (name, fmt) in BY_WORKER.items():
+        lists = [r.summary[key] for r in recs if r.summary.get(key)]
+        if lists and len({len(x) for x in lists}) == 1:
+            cols = [[v for v in col if v is not None] for col in zip(*lists)]
+            out.append(name + " " + "/".join(format(sum(c) / len(c), fmt) if c else "n/a"
+                                             for c in cols))
+    return out

@@ -53,3 +53,20 @@ def test_state_is_the_method_columns_mean_over_epochs_then_seeds(tmp_path):
     built = frames.build(load(root))
     assert "method_state" in built and "method state" in report.markdown(
         load(root), built, None, 0.98, "x")
+
+
+def test_an_asynchronous_run_shows_each_workers_share_and_staleness(tmp_path):
+    """summary.json's per-worker lists, mean over seeds worker by worker: the co-located worker's
+    lead (docs/digest-a.md) is read from the table, not from the raw files."""
+    root = tmp_path / "runs"
+    for seed, share, stale in ((0, [.8, .1, .1, 0], [0, 17, 19, None]),
+                               (1, [.9, 0, .1, 0], [1, 16, 18, 20])):
+        d = write_run(root, "digest-async", 4, seed, [.1] * 3, [.5, .6, .7])
+        s = json.loads((d / "summary.json").read_text())
+        s.update(grad_share_by_worker=share, staleness_param_mean_by_worker=stale)
+        (d / "summary.json").write_text(json.dumps(s))
+    write_run(root, "exact", 4, 0, [.1] * 3, [.5, .6, .7])
+    t = method_state.table(load(root)).set_index("method")
+    assert t.loc["digest-async", "state"] == ("grad share by worker 0.85/0.05/0.10/0.00; "
+                                              "staleness_param by worker 0.5/16.5/18.5/20.0")
+    assert t.loc["exact", "state"] == ""  # a synchronous run has no such lists
