@@ -25,7 +25,7 @@ REPO = Path(__file__).resolve().parents[1]
 OUT, PLOTS = Path("results/verdict"), Path("plots/verdict")
 # graph -> (convergence suite, speed suite, end-to-end suite or None)
 GRAPHS = {"CS": ("bench_converge_cs", "bench_speed_cs", "bench_e2e_cs"),
-          "Physics": ("bench_converge_physics", "bench_speed_physics", "cluster"),
+          "Physics": ("bench_converge_physics", "bench_speed_physics", "bench_e2e_physics"),
           # the third graph: partition-based training in its PSGD-PA form loses accuracy there
           "synthetic": ("bench_converge_synthetic", "bench_speed_synthetic", None)}
 

@@ -46,15 +46,22 @@ def table(acc: pd.DataFrame, speed: pd.DataFrame, bandwidths: list) -> str:
 
 def sentence(graph: str, acc: pd.DataFrame, speed: pd.DataFrame, bandwidths: list) -> str:
     """One generated sentence: the fastest method to the target at each bandwidth among those
-    within CLOSE points of exact's accuracy."""
+    within CLOSE points of exact's accuracy, its speedup over exact with the interval; where the
+    interval holds 1 the fastest point estimate is not a measured gain, and the sentence says so."""
     parts = []
     for bw in bandwidths:
         best = fastest(acc, speed, bw)
-        row = speed[(speed.method == best) & (speed.bandwidth == bw)]
-        parts.append(f"at {bw}, none" if best is None else
-                     f"at {bw}, {best} ({row.speedup.iloc[0]:.2f}x exact's time)")
+        if best is None:
+            parts.append(f"at {bw}, none")
+            continue
+        r = speed[(speed.method == best) & (speed.bandwidth == bw)].iloc[0]
+        gain = f"{r.speedup:.2f}x" + ("" if math.isnan(r.lo) else f" [{r.lo:.2f}, {r.hi:.2f}]")
+        if not math.isnan(r.lo) and r.lo <= 1:
+            gain += ": not measurably faster than exact"
+        parts.append(f"at {bw}, {best} ({gain}{'; noisy point' if r.get('noisy') else ''})")
     return (f"On {graph}, the first to {Q:g} of exact's best validation accuracy among the methods "
-            f"within {CLOSE} points of exact's test accuracy: " + "; ".join(parts) + ".")
+            f"within {CLOSE} points of exact's test accuracy, with its speedup over exact: "
+            + "; ".join(parts) + ".")
 
 
 def aa_line(speed: pd.DataFrame, bandwidths: list) -> str:

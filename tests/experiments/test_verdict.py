@@ -107,7 +107,12 @@ def test_accuracy_table_fastest_and_sentence(conv):
     acc.loc[acc.method == "digest-I10", "delta"] = -0.3
     assert verdict.fastest(acc, sp, "50mbit") == "digest-I10"
     text = verdict_render.sentence("toy", acc, sp, ["50mbit"])
-    assert text.endswith("at 50mbit, digest-I10 (2.40x exact's time).")
+    assert text.endswith("at 50mbit, digest-I10 (2.40x [2.00, 2.80]).")
+    # an interval that holds 1: the fastest point estimate is named, and said not to be a gain
+    held = sp.copy()
+    held.loc[held.method == "digest-I10", "lo"] = 0.95
+    assert verdict_render.sentence("toy", acc, held, ["50mbit"]).endswith(
+        "at 50mbit, digest-I10 (2.40x [0.95, 2.80]: not measurably faster than exact).")
     md = verdict_render.table(acc, sp, ["50mbit"])
     assert "| digest-I10 | 79.00 ± 0.00 | -0.30 [" in md and "| 2.40x [2.00, 2.80] |" in md
     assert "| partition |" in md and "| not reached |" in md
