@@ -26,7 +26,7 @@ OUT, PLOTS = Path("results/verdict"), Path("plots/verdict")
 # graph -> (convergence suite, speed suite, end-to-end suite or None)
 GRAPHS = {"CS": ("bench_converge_cs", "bench_speed_cs", "bench_e2e_cs"),
           "Physics": ("bench_converge_physics", "bench_speed_physics", "bench_e2e_physics"),
-          # the third graph: partition-based training in its PSGD-PA form loses accuracy there
+          # the third graph: PSGD-PA lost accuracy there at 60 epochs, not at the benchmark's 200
           "synthetic": ("bench_converge_synthetic", "bench_speed_synthetic", None)}
 
 
