@@ -51,11 +51,12 @@ class _GCN(torch.nn.Module):
 
 
 def train(graph, train_edges: torch.Tensor, seed: int, epochs: int,
-          part: torch.Tensor | None = None, local_steps: int = 1) -> tuple[float, float]:
-    """(best val accuracy, test accuracy at that epoch) of a GCN trained on ``train_edges`` and
-    evaluated on the whole graph. With ``part`` (``[N]``, part of each node) and ``local_steps``
-    K: one replica per part, averaged every K steps (PSGD-PA); each replica's loss is its part's
-    share of the global mean times the number of parts, as ``ModelAveraging`` scales it."""
+          part: torch.Tensor | None = None, local_steps: int = 1) -> tuple[float, float, int]:
+    """(best val accuracy, test accuracy at that epoch, that epoch) of a GCN trained on
+    ``train_edges`` and evaluated on the whole graph. With ``part`` (``[N]``, part of each node)
+    and ``local_steps`` K: one replica per part, averaged every K steps (PSGD-PA); each replica's
+    loss is its part's share of the global mean times the number of parts, as ``ModelAveraging``
+    scales it."""
     torch.manual_seed(seed)
     a_train = norm_adj(train_edges, graph.num_nodes)
     a_full = norm_adj(graph.edge_index, graph.num_nodes)
@@ -65,7 +66,7 @@ def train(graph, train_edges: torch.Tensor, seed: int, epochs: int,
     # the replicas start identical (deepcopy draws no random numbers)
     replicas = [model] + [copy.deepcopy(model) for _ in range(m - 1)]
     opts = [torch.optim.Adam(r.parameters(), lr=0.01) for r in replicas]
-    y, best, n_train = graph.y, (-1.0, 0.0), int(graph.train_mask.sum())
+    y, best, n_train = graph.y, (-1.0, 0.0, -1), int(graph.train_mask.sum())
     for epoch in range(epochs):
         for k, (replica, opt) in enumerate(zip(replicas, opts)):
             replica.train()
@@ -89,7 +90,7 @@ def train(graph, train_edges: torch.Tensor, seed: int, epochs: int,
             pred = model(graph.x, a_full).argmax(1)
         val = (pred[graph.val_mask] == y[graph.val_mask]).float().mean().item()
         if val > best[0]:
-            best = (val, (pred[graph.test_mask] == y[graph.test_mask]).float().mean().item())
+            best = (val, (pred[graph.test_mask] == y[graph.test_mask]).float().mean().item(), epoch)
     return best
 
 
@@ -118,9 +119,10 @@ def main(argv=None) -> int:
                      for k in local_steps)
         print(f"{spec} seed {seed}: homophily {g.meta['homophily_measured']:.3f} (cut edges "
               f"{same[~keep].float().mean().item():.3f}), cut "
-              f"{1 - keep.float().mean().item():.1%} | exact test {e[1]:.4f} (val {e[0]:.4f}) | "
-              f"partition test {p[1]:.4f} (val {p[0]:.4f}) | exact - partition "
-              f"{100 * (e[1] - p[1]):+.2f} points{pa} [{time.time() - t0:.0f} s]", flush=True)
+              f"{1 - keep.float().mean().item():.1%} | exact test {e[1]:.4f} (val {e[0]:.4f}, "
+              f"epoch {e[2]}) | partition test {p[1]:.4f} (val {p[0]:.4f}, epoch {p[2]}) | "
+              f"exact - partition {100 * (e[1] - p[1]):+.2f} points{pa} "
+              f"[{time.time() - t0:.0f} s]", flush=True)
     return 0
 
 
