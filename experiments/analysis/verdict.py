@@ -227,11 +227,24 @@ def accuracy(conv: dict) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+def _close(acc: pd.DataFrame, speed: pd.DataFrame, bw: str) -> pd.DataFrame:
+    """The speed rows at ``bw`` of the methods within CLOSE points of exact (exact left out)."""
+    ok = set(acc[acc.delta >= -CLOSE].method) - {"exact"}
+    return speed[(speed.bandwidth == bw) & speed.method.isin(ok) & speed.speedup.notna()]
+
+
 def fastest(acc: pd.DataFrame, speed: pd.DataFrame, bw: str) -> str | None:
     """The fastest method to the target at ``bw`` among those within CLOSE points of exact."""
-    ok = set(acc[acc.delta >= -CLOSE].method) - {"exact"}
-    at = speed[(speed.bandwidth == bw) & speed.method.isin(ok) & speed.speedup.notna()]
+    at = _close(acc, speed, bw)
     return None if at.empty else str(at.loc[at.speedup.idxmax(), "method"])
+
+
+def rivals(acc: pd.DataFrame, speed: pd.DataFrame, bw: str, best: str) -> pd.DataFrame:
+    """The other close methods at ``bw`` whose interval reaches the fastest one's lower end, fastest
+    first: the intervals do not rank them below it, so naming one winner would overstate it."""
+    at = _close(acc, speed, bw)
+    lo = float(at[at.method == best].lo.iloc[0])
+    return at[(at.method != best) & (at.hi >= lo)].sort_values("speedup", ascending=False)
 
 
 def decomposition_error(conv: dict, times: dict, e2e: Loaded, q: float = Q) -> pd.DataFrame:

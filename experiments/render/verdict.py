@@ -13,7 +13,9 @@ import pandas as pd
 from .figures import MAX_SERIES, grid, save, style
 from .markdown import md_table
 from ..analysis.paired import AA_BAND
-from ..analysis.verdict import CLOSE, CONVERGED, Q, GraphVerdict, fastest
+from ..analysis.verdict import CLOSE, CONVERGED, Q, GraphVerdict, fastest, rivals
+
+RIVALS = 3  # close rivals named in a sentence; the rest counted
 
 
 def _iv(row) -> str:
@@ -47,7 +49,8 @@ def table(acc: pd.DataFrame, speed: pd.DataFrame, bandwidths: list) -> str:
 def sentence(graph: str, acc: pd.DataFrame, speed: pd.DataFrame, bandwidths: list) -> str:
     """One generated sentence: the fastest method to the target at each bandwidth among those
     within CLOSE points of exact's accuracy, its speedup over exact with the interval; where the
-    interval holds 1 the fastest point estimate is not a measured gain, and the sentence says so."""
+    interval holds 1 the fastest point estimate is not a measured gain, and the sentence says so;
+    otherwise it names the close methods whose intervals reach its lower end (``rivals``)."""
     parts = []
     for bw in bandwidths:
         best = fastest(acc, speed, bw)
@@ -58,6 +61,12 @@ def sentence(graph: str, acc: pd.DataFrame, speed: pd.DataFrame, bandwidths: lis
         gain = f"{r.speedup:.2f}x" + ("" if math.isnan(r.lo) else f" [{r.lo:.2f}, {r.hi:.2f}]")
         if not math.isnan(r.lo) and r.lo <= 1:
             gain += ": not measurably faster than exact"
+        elif not math.isnan(r.lo):
+            near = rivals(acc, speed, bw, best)
+            if len(near):
+                gain += "; not measurably ahead of " + ", ".join(
+                    f"{x.method} ({x.speedup:.2f}x)" for x in near.head(RIVALS).itertuples()) + (
+                    f" and {len(near) - RIVALS} more" if len(near) > RIVALS else "")
         parts.append(f"at {bw}, {best} ({gain}{'; noisy point' if r.get('noisy') else ''})")
     return (f"On {graph}, the first to {Q:g} of exact's best validation accuracy among the methods "
             f"within {CLOSE} points of exact's test accuracy, with its speedup over exact: "

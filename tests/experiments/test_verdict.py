@@ -118,6 +118,29 @@ def test_accuracy_table_fastest_and_sentence(conv):
     assert "| partition |" in md and "| not reached |" in md
 
 
+def test_the_sentence_names_the_close_methods_the_intervals_do_not_rank_below_the_fastest():
+    acc = pd.DataFrame({"method": ["exact", "a", "b", "c", "far"],
+                        "delta": [0.0, -0.1, -0.2, +0.1, -2.0]})
+    speed = pd.DataFrame({"method": ["a", "b", "c", "far"], "bandwidth": "50mbit",
+                          "speedup": [2.3, 2.2, 1.5, 3.0], "lo": [1.6, 2.0, 1.4, 2.9],
+                          "hi": [3.0, 2.4, 1.55, 3.1], "noisy": False})
+    # "far" is faster but 2 points below exact; "c" ends below a's lower end: ranked below it
+    assert verdict.fastest(acc, speed, "50mbit") == "a"
+    assert list(verdict.rivals(acc, speed, "50mbit", "a").method) == ["b"]
+    assert verdict_render.sentence("toy", acc, speed, ["50mbit"]).endswith(
+        "at 50mbit, a (2.30x [1.60, 3.00]; not measurably ahead of b (2.20x)).")
+    # beyond RIVALS close rivals the rest are counted, fastest named first
+    many = pd.DataFrame({"method": ["exact", *"abcde"], "delta": 0.0})
+    wide = pd.DataFrame({"method": list("abcde"), "bandwidth": "50mbit", "noisy": False,
+                         "speedup": [2.5, 2.1, 2.4, 2.2, 2.3], "lo": 1.5, "hi": 3.0})
+    assert verdict_render.sentence("toy", many, wide, ["50mbit"]).endswith(
+        "not measurably ahead of c (2.40x), e (2.30x), d (2.20x) and 1 more).")
+    # a fastest method whose interval holds 1 is not measurably faster than exact: no rivals named
+    held = speed.assign(lo=[0.9, 2.0, 1.4, 2.9])
+    assert verdict_render.sentence("toy", acc, held, ["50mbit"]).endswith(
+        "at 50mbit, a (2.30x [0.90, 3.00]: not measurably faster than exact).")
+
+
 def test_a_graph_without_speed_runs_shows_its_accuracy_and_what_it_waits_for(conv):
     count = "bench_speed_toy: 0 of 9 runs"
     lines = verdict_render.partial_section("toy", verdict.accuracy(conv), count)
