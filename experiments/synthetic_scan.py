@@ -1,12 +1,12 @@
-"""Quick look at a synthetic spec before a suite uses it: METIS edge cut at 4 parts (and the edge
-homophily of the cut edges), and test accuracy (at best validation) of exact versus
-partition-based training, emulated in ONE process:
+"""Quick look at a synthetic spec before a suite uses it: METIS edge cut at 4 parts (or
+``--parts P``) and the edge homophily of the cut edges, and test accuracy (at best validation,
+with that epoch) of exact versus partition-based training, emulated in ONE process:
 
-    python -m experiments.synthetic_scan SPEC [SEEDS] [EPOCHS] [LOCAL_STEPS]
+    python -m experiments.synthetic_scan SPEC [SEEDS] [EPOCHS] [LOCAL_STEPS] [--parts P]
     python -m experiments.synthetic_scan synthetic 0,1,2 60 5,20
 
 "exact" trains a 3-layer GCN (hidden 64, dropout 0.5, Adam lr 0.01, the quick suite's model) on
-the whole graph; "partition" trains it on the graph without the edges METIS cuts into 4 parts
+the whole graph; "partition" trains it on the graph without the edges METIS cuts into P parts
 (with the induced degrees), which is what partition-based training with gradient all-reduce
 computes. With LOCAL_STEPS K, also partition-based training in its PSGD-PA form
 (``--local-steps K``): one replica per part, each with its own Adam, takes steps on its part's
@@ -94,30 +94,47 @@ def train(graph, train_edges: torch.Tensor, seed: int, epochs: int,
     return best
 
 
+def _ints(text: str) -> list[int]:
+    return [int(v) for v in text.split(",") if v]
+
+
 def main(argv=None) -> int:
+    import argparse
     import warnings
 
     from digest.data import load_dataset
     from digest.data.partition import partition
     warnings.filterwarnings("ignore")
-    argv = sys.argv[1:] if argv is None else argv
-    spec = argv[0] if argv else "synthetic"
-    seeds = [int(s) for s in (argv[1] if len(argv) > 1 else "0").split(",")]
-    epochs = int(argv[2]) if len(argv) > 2 else 60
-    local_steps = [int(k) for k in argv[3].split(",")] if len(argv) > 3 else []
+    ap = argparse.ArgumentParser(prog="python -m experiments.synthetic_scan",
+                                 description="exact against partition-based training of a "
+                                             "synthetic spec, emulated in one process")
+    ap.add_argument("spec", nargs="?", default="synthetic", help="a synthetic dataset spec")
+    ap.add_argument("seeds", nargs="?", type=_ints, default=[0], help="e.g. 0,1,2")
+    ap.add_argument("epochs", nargs="?", type=int, default=60)
+    ap.add_argument("local_steps", nargs="?", type=_ints, default=[],
+                    help="PSGD-PA's K values, e.g. 5,20")
+    ap.add_argument("--parts", type=int, default=4, help="METIS parts (workers), >= 2")
+    args = ap.parse_args(sys.argv[1:] if argv is None else argv)
+    if args.parts < 2 or args.epochs < 1:
+        ap.error("need --parts >= 2 and EPOCHS >= 1")
     torch.set_num_threads(1)
-    for seed in seeds:
+    for seed in args.seeds:
         t0 = time.time()
-        g = load_dataset(spec, seed=seed)
-        part = partition(g, 4, "metis", seed).part_of
+        try:
+            g = load_dataset(args.spec, seed=seed)
+        except (ValueError, KeyError) as err:
+            ap.error(f"spec {args.spec!r}: {err}")
+        part = partition(g, args.parts, "metis", seed).part_of
         src, dst = g.edge_index
         keep = part[src] == part[dst]
         same = g.y[src] == g.y[dst]
-        e, p = train(g, g.edge_index, seed, epochs), train(g, g.edge_index[:, keep], seed, epochs)
+        e = train(g, g.edge_index, seed, args.epochs)
+        p = train(g, g.edge_index[:, keep], seed, args.epochs)
         pa = "".join(f" | PSGD-PA K={k} test "
-                     f"{train(g, g.edge_index[:, keep], seed, epochs, part, k)[1]:.4f}"
-                     for k in local_steps)
-        print(f"{spec} seed {seed}: homophily {g.meta['homophily_measured']:.3f} (cut edges "
+                     f"{train(g, g.edge_index[:, keep], seed, args.epochs, part, k)[1]:.4f}"
+                     for k in args.local_steps)
+        print(f"{args.spec} seed {seed}, {args.parts} parts: homophily "
+              f"{g.meta['homophily_measured']:.3f} (cut edges "
               f"{same[~keep].float().mean().item():.3f}), cut "
               f"{1 - keep.float().mean().item():.1%} | exact test {e[1]:.4f} (val {e[0]:.4f}, "
               f"epoch {e[2]}) | partition test {p[1]:.4f} (val {p[0]:.4f}, epoch {p[2]}) | "

@@ -32,3 +32,23 @@ def test_best_epoch_is_reported():
     g = _graph()
     assert train(g, g.edge_index, 0, 1)[2] == 0
     assert 0 <= train(g, g.edge_index, 0, 7)[2] < 7
+
+
+def test_the_command_scans_at_the_parts_asked(capsys):
+    from experiments.synthetic_scan import main
+    spec = "synthetic:nodes=120,avg_degree=6,features=8,classes=3"
+    assert main([spec, "0", "2", "--parts", "2"]) == 0
+    line = capsys.readouterr().out.strip()
+    assert line.startswith(f"{spec} seed 0, 2 parts: homophily ") and "exact - partition" in line
+
+
+def test_bad_arguments_are_one_line_errors(capsys):
+    import pytest
+
+    from experiments.synthetic_scan import main
+    for argv in (["synthetic", "zero"], ["synthetic", "0", "5", "--parts", "1"],
+                 ["synthetic:colour=red"]):
+        with pytest.raises(SystemExit) as err:
+            main(argv)
+        assert err.value.code == 2
+        assert "Traceback" not in capsys.readouterr().err
