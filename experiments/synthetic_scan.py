@@ -122,7 +122,7 @@ def main(argv=None) -> int:
         t0 = time.time()
         try:
             g = load_dataset(args.spec, seed=seed)
-        except (ValueError, KeyError) as err:
+        except ValueError as err:  # DatasetError: an unknown dataset or a bad option
             ap.error(f"spec {args.spec!r}: {err}")
         part = partition(g, args.parts, "metis", seed).part_of
         src, dst = g.edge_index
