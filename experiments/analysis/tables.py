@@ -13,7 +13,7 @@ import pandas as pd
 from .costmodel import Network, modeled_epoch_times
 from ..suites.load import Loaded
 from ..suites.suite import exact_for, is_exact
-from . import cluster, fit, method_state, pareto, periods, timing
+from . import budget, cluster, fit, method_state, pareto, periods, timing
 from .straggler import has_stragglers, straggler
 
 MiB = 2**20
@@ -192,6 +192,8 @@ def build(loaded: Loaded, net: Network | None = None, fraction=TARGETS,
     out["pareto"] = pareto.pareto_table(loaded, time_column=emulated_time)
     if loaded.fit_epochs:
         out["fit"] = fit.table(loaded)
+    if loaded.budgets:
+        out["budget"] = budget.table(loaded)
     if cluster.emulated(loaded):  # --emulate-network runs: the sweep's own tables
         out.update(cluster.build(loaded, out["time_to_accuracy"]))
     out.update(timing.build(loaded, fraction))  # suites with rounds or an A/A label only

@@ -12,6 +12,7 @@ from ..analysis.costmodel import Network
 from ..suites.load import Loaded
 from ..suites.suite import base_label, exact_for
 from . import contention, timing as timing_render
+from .budget import section as budget_section
 from .cluster import markdown as cluster_markdown
 from .fit import section as fit_section
 from .markdown import cell, md_table, times
@@ -113,6 +114,9 @@ def markdown(loaded: Loaded, tables: dict, net: Network | None, target, command:
         number += 1
     if "fit" in tables:
         out.append(fit_section(tables["fit"], number))
+        number += 1
+    if "budget" in tables:
+        out.append(budget_section(tables["budget"], number))
         number += 1
     if "cluster_epoch_time" in tables:
         out.append(cluster_markdown(tables, loaded, number))

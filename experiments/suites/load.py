@@ -49,6 +49,7 @@ class Loaded:
     later: list = field(default_factory=list)    # RunRecords of rounds 1.., in suite order
     warmup: int = WARMUP     # the suite's warm-up epochs (docs/methods.md section 11)
     fit_epochs: tuple = ()   # the suite's epochs for the training-fit table (analysis/fit.py)
+    budgets: tuple = ()      # the suite's epoch budgets (analysis/budget.py)
 
     @property
     def done(self) -> int:
@@ -133,7 +134,7 @@ def load(root: str | Path, suite: Suite | None = None) -> Loaded:
         return Loaded(first, [d for d in s.datasets if any(r.dataset == d for r in first)],
                       [x for x in labels(s) if any(r.label == x for r in first)],
                       len(runs), missing, plan.get("skipped", []),
-                      [r for r in records if r.round], s.warmup, s.fit_epochs)
+                      [r for r in records if r.round], s.warmup, s.fit_epochs, s.budgets)
     records = [r for r in (read_record(p.parent) for p in sorted(root.glob("**/summary.json"))) if r]
     records.sort(key=lambda r: (r.dataset, r.label, r.workers, r.seed, r.round))
     first = [r for r in records if not r.round]

@@ -70,6 +70,7 @@ class Suite:
     aa: bool = False                # an A/A twin after every exact label
     warmup: int = WARMUP            # first epochs each run's per-epoch times leave out
     fit_epochs: tuple = ()          # epochs at which tables.md gives the training fit (0-based)
+    budgets: tuple = ()             # epoch budgets at which tables.md gives accuracy as if stopped
 
 
 NET_SEP = "@"  # "digest-I10@100mbit": the method's label, then the emulated link bandwidth
@@ -194,7 +195,8 @@ def _check_flags(flags: dict, where: str) -> None:
 
 METHOD_KEYS = {"label", "method", "flags", "workers", "seeds_by_workers", "datasets", "networks"}
 SUITE_KEYS = {"name", "datasets", "workers", "seeds", "epochs", "model", "methods",
-              "seeds_by_workers", "networks", "rounds", "aa", "warmup", "fit_epochs"}
+              "seeds_by_workers", "networks", "rounds", "aa", "warmup", "fit_epochs",
+              "budgets"}
 
 
 def suite_from_dict(d: dict) -> Suite:
@@ -232,7 +234,7 @@ def suite_from_dict(d: dict) -> Suite:
     suite = Suite(d["name"], tuple(d["datasets"]), tuple(d["workers"]), tuple(d["seeds"]),
                   int(d["epochs"]), dict(d.get("model") or {}), methods,
                   _seeds_by_workers(d), tuple(str(n) for n in d.get("networks") or ()),
-                  **_protocol(d), fit_epochs=_fit_epochs(d))
+                  **_protocol(d), fit_epochs=_fit_epochs(d), budgets=_budgets(d))
     _check_aa(suite)
     _check_flags(suite.model, f"suite {suite.name} model")
     for m in methods:
@@ -266,6 +268,17 @@ def _fit_epochs(d: dict) -> tuple:
         raise ValueError(f"suite {d['name']}: fit_epochs must be epoch numbers in [0, epochs), "
                          f"not {got!r}")
     return tuple(got)
+
+
+def _budgets(d: dict) -> tuple:
+    """``budgets``: epoch counts in [1, epochs], each a shorter run read off the long one
+    (experiments/analysis/budget.py); only meaningful with a constant learning rate."""
+    got = d.get("budgets") or []
+    if not all(isinstance(b, int) and not isinstance(b, bool) and 1 <= b <= int(d["epochs"])
+               for b in got):
+        raise ValueError(f"suite {d['name']}: budgets must be epoch counts in [1, epochs], "
+                         f"not {got!r}")
+    return tuple(sorted(set(got)))
 
 
 def _check_aa(suite: Suite) -> None:
