@@ -56,6 +56,7 @@ def test_loss_by_budget_is_paired_by_seed_and_says_whether_exact_converged():
     assert text.startswith("\n## 7. Accuracy by budget: test accuracy (%) at best validation "
                            "within the first 2, 4 epochs")
     assert "| partition | 4 | 2 | 70.50 ± 6.36 (-2.00 [-10.00, +6.00]) |" in text
+    assert "| exact | 4 | 2 | 72.50 ± 17.68 |" in text  # the reference: no difference from itself
 
 
 def test_a_run_shorter_than_a_budget_is_left_out_of_it():
