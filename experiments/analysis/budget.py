@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import pandas as pd
 
+from digest.training.metrics import best_validation
+
 from ..suites.load import Loaded
 from .verdict import CONVERGED  # exact's best-validation epoch at most this fraction of a budget
 
@@ -20,10 +22,10 @@ def best_within(metrics: pd.DataFrame, budget: int) -> tuple[float, int] | None:
     verdict counts it) over epochs < ``budget`` (metrics.csv counts from 0); None when no epoch
     there was evaluated."""
     m = metrics[(metrics["epoch"] < budget) & metrics["val_acc"].notna()]
-    if m.empty:
+    best = best_validation(m.to_dict("records"))  # the runs' own rule: the first best wins
+    if best["best_epoch"] is None:
         return None
-    best = m.loc[m["val_acc"].idxmax()]  # idxmax returns the first maximum: first best wins
-    return float(best["test_acc"]), int(best["epoch"]) + 1
+    return float(best["test_at_best_val"]), int(best["best_epoch"]) + 1
 
 
 def table(loaded: Loaded, reference: str = "exact") -> pd.DataFrame:

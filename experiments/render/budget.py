@@ -4,13 +4,11 @@ from __future__ import annotations
 
 import pandas as pd
 
-from .markdown import md_table
+from .markdown import md_table, pm
 
 
 def _cell(row) -> str:
-    acc = f"{100 * row.test_acc:.2f}"
-    if not pd.isna(row.test_acc_std):
-        acc += f" ± {100 * row.test_acc_std:.2f}"
+    acc = pm(row.test_acc, row.test_acc_std, 100)
     if pd.isna(row.diff_vs_exact):
         return acc
     return (f"{acc} ({100 * row.diff_vs_exact:+.2f} [{100 * row.diff_min:+.2f}, "

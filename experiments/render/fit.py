@@ -4,12 +4,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from .markdown import md_table
-
-
-def _pm(mean: float, std: float, scale: float, digits: int) -> str:
-    text = f"{mean * scale:.{digits}f}"
-    return text if pd.isna(std) else f"{text} ± {std * scale:.{digits}f}"
+from .markdown import md_table, pm
 
 
 def section(fit: pd.DataFrame, number: int) -> str:
@@ -28,9 +23,9 @@ def section(fit: pd.DataFrame, number: int) -> str:
         for (label, workers), g in part.groupby(["method", "workers"], sort=False):
             at = {e: r for e, r in zip(g["epoch"], g.itertuples())}
             rows.append([label, workers, int(g["seeds"].max()),
-                         *(_pm(at[e].train_acc, at[e].train_acc_std, 100, 2) if e in at else ""
+                         *(pm(at[e].train_acc, at[e].train_acc_std, 100, 2) if e in at else ""
                            for e in epochs),
-                         *(_pm(at[e].train_loss, at[e].train_loss_std, 1, 3) if e in at else ""
+                         *(pm(at[e].train_loss, at[e].train_loss_std, 1, 3) if e in at else ""
                            for e in epochs)])
         head = ["method", "M", "seeds", *(f"train acc @{e}" for e in epochs),
                 *(f"loss @{e}" for e in epochs)]

@@ -20,6 +20,12 @@ def times(v) -> str:
     return "n/a" if v is None or (isinstance(v, float) and math.isnan(v)) else cell(v, ".2f") + "x"
 
 
+def pm(mean: float, std: float, scale: float = 1, digits: int = 2) -> str:
+    """'mean ± std' scaled (e.g. 100 for a percentage); the mean alone where std is NaN (one seed)."""
+    text = f"{mean * scale:.{digits}f}"
+    return text if math.isnan(std) else f"{text} ± {std * scale:.{digits}f}"
+
+
 def md_table(headers: list, rows: list) -> str:
     lines = ["| " + " | ".join(map(str, headers)) + " |", "|" + "---|" * len(headers)]
     lines += ["| " + " | ".join(map(str, row)) + " |" for row in rows]
