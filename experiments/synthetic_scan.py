@@ -1,7 +1,7 @@
 """Quick look at a dataset spec (synthetic, or a real graph such as ``Cora``) before a suite
-uses it: METIS edge cut at 4 parts (or
-``--parts P``) and the edge homophily of the cut edges, and test accuracy (at best validation,
-with that epoch) of exact versus partition-based training, emulated in ONE process:
+uses it: METIS edge cut at 4 parts (or ``--parts P``) and the edge homophily of the cut edges,
+and test accuracy (at best validation, with that epoch) of exact versus partition-based
+training, emulated in ONE process:
 
     python -m experiments.synthetic_scan SPEC [SEEDS] [EPOCHS] [LOCAL_STEPS] [--parts P]
     python -m experiments.synthetic_scan synthetic 0,1,2 60 5,20
@@ -108,7 +108,7 @@ def main(argv=None) -> int:
     warnings.filterwarnings("ignore")
     ap = argparse.ArgumentParser(prog="python -m experiments.synthetic_scan",
                                  description="exact against partition-based training of a "
-                                             "synthetic spec, emulated in one process")
+                                             "dataset spec, emulated in one process")
     ap.add_argument("spec", nargs="?", default="synthetic",
                     help="a dataset spec: synthetic:... or a real graph's name (e.g. Cora)")
     ap.add_argument("seeds", nargs="?", type=_ints, default=[0], help="e.g. 0,1,2")

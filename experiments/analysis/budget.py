@@ -31,9 +31,8 @@ def best_within(metrics: pd.DataFrame, budget: int) -> tuple[float, int] | None:
 def table(loaded: Loaded, reference: str = "exact") -> pd.DataFrame:
     """One row per (dataset, label, workers, budget) whose runs all cover the budget. The
     difference from ``reference`` is paired by seed (mean, min and max over the seeds both ran;
-    NaN on the reference's own row);
-    ``converged`` says, for every row, whether the reference's best epoch was at most 0.8 x the
-    budget at every seed. Shapes: ``COLUMNS``; std NaN with one seed."""
+    NaN on the reference's own row); ``converged`` says, for every row, whether the reference's
+    best epoch was at most 0.8 x the budget at every seed. Shapes: ``COLUMNS``; std NaN with one seed."""
     at = {}  # (dataset, label, workers, budget) -> {seed: (test, epoch)}
     for r in loaded.records:
         for b in loaded.budgets:
@@ -42,11 +41,11 @@ def table(loaded: Loaded, reference: str = "exact") -> pd.DataFrame:
                 at.setdefault((r.dataset, r.label, r.workers, b), {})[r.seed] = got
     rows = []
     for (dataset, label, workers, b), by_seed in at.items():
-        ref = at.get((dataset, reference, workers, b), {}) if label != reference else {}
-        diffs = pd.Series([t - ref[s][0] for s, (t, _) in by_seed.items() if s in ref],
-                          dtype=float)
+        ref = at.get((dataset, reference, workers, b), {})
+        diffs = pd.Series([t - ref[s][0] for s, (t, _) in by_seed.items()
+                           if s in ref and label != reference], dtype=float)
         tests = pd.Series([t for t, _ in by_seed.values()], dtype=float)
-        ref_epochs = [e for _, e in at.get((dataset, reference, workers, b), {}).values()]
+        ref_epochs = [e for _, e in ref.values()]
         rows.append({"dataset": dataset, "method": label, "workers": workers, "budget": b,
                      "seeds": len(by_seed), "test_acc": tests.mean(), "test_acc_std": tests.std(),
                      "diff_vs_exact": diffs.mean() if len(diffs) else float("nan"),

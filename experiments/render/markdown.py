@@ -21,9 +21,10 @@ def times(v) -> str:
 
 
 def pm(mean: float, std: float, scale: float = 1, digits: int = 2) -> str:
-    """'mean ± std' scaled (e.g. 100 for a percentage); the mean alone where std is NaN (one seed)."""
+    """'mean ± std' scaled (e.g. 100 for a percentage); the mean alone where std is None / NaN
+    (one seed)."""
     text = f"{mean * scale:.{digits}f}"
-    return text if math.isnan(std) else f"{text} ± {std * scale:.{digits}f}"
+    return text if std is None or math.isnan(std) else f"{text} ± {std * scale:.{digits}f}"
 
 
 def md_table(headers: list, rows: list) -> str:
