@@ -5,8 +5,8 @@ each benchmark graph at each emulated bandwidth, from the benchmark's committed 
     python -m experiments.verdict_page --check    # write nothing; exit 1 if the page differs
 
 Each graph of ``GRAPHS`` names its dataset, its convergence suite, its speed suite and, where one
-exists, a suite of end-to-end emulated runs at the same model that checks the decomposition. A graph whose
-suites have no complete runs yet is listed with what is missing.
+exists, a suite of end-to-end emulated runs at the same model that checks the decomposition. A
+graph whose suites have no complete runs yet is listed with what is missing.
 """
 from __future__ import annotations
 
@@ -23,11 +23,11 @@ from .suites.suite import load_suite, network_of
 
 REPO = Path(__file__).resolve().parents[1]
 OUT, PLOTS = Path("results/verdict"), Path("plots/verdict")
-# graph -> (convergence suite, speed suite, end-to-end suite or None)
 H07 = "synthetic:nodes=20000,classes=4,avg_degree=10,homophily=0.7,signal=0.1,train=0.1,val=0.2"
 # name on the pages: (dataset spec, convergence suite, speed suite, end-to-end suite or None)
 GRAPHS = {"CS": ("CS", "bench_converge_cs", "bench_speed_cs", "bench_e2e_cs"),
-          "Physics": ("Physics", "bench_converge_physics", "bench_speed_physics", "bench_e2e_physics"),
+          "Physics": ("Physics", "bench_converge_physics", "bench_speed_physics",
+                      "bench_e2e_physics"),
           # the third graph: partition-based training loses 2.29 points there at convergence
           # (results/partition_loss_converged)
           "synthetic-h07": (H07, "bench_converge_synthetic_h07", "bench_speed_synthetic_h07", None)}
@@ -41,7 +41,7 @@ def _runs(root: Path, name: str, dataset: str) -> Loaded:
     return loaded
 
 
-def state(graph: str, suites: tuple, root: Path) -> tuple:
+def state(suites: tuple, root: Path) -> tuple:
     """Where a graph's benchmark stands: ("missing", counts), ("partial", accuracy frame, the
     speed suite's count) or ("verdict", GraphVerdict, bandwidths still waiting)."""
     dataset, converge, speed, e2e = suites
@@ -55,14 +55,14 @@ def state(graph: str, suites: tuple, root: Path) -> tuple:
         return "partial", verdict.accuracy(verdict.convergence(conv_l)), counts[1]
     speed_l.records = [r for r in speed_l.records if network_of(r.label) in done]
     speed_l.later = [r for r in speed_l.later if network_of(r.label) in done]
-    return "verdict", verdict.of_graph(conv_l, speed_l, _runs(root, e2e, dataset) if e2e else None), \
-        waiting
+    e2e_l = _runs(root, e2e, dataset) if e2e else None
+    return "verdict", verdict.of_graph(conv_l, speed_l, e2e_l), waiting
 
 
 def graph_section(graph: str, suites: tuple, root: Path, written: list,
                   draw: bool = True) -> list[str]:
     """The markdown lines of one graph (what is missing, or its verdict); its figure."""
-    kind, *got = state(graph, suites, root)
+    kind, *got = state(suites, root)
     if kind == "missing":
         return verdict_render.missing_section(graph, got[0])
     if kind == "partial":
@@ -75,7 +75,7 @@ def graph_section(graph: str, suites: tuple, root: Path, written: list,
 
 def states(root: Path = REPO) -> dict:
     """Every benchmark graph's ``state``."""
-    return {graph: state(graph, suites, root) for graph, suites in GRAPHS.items()}
+    return {graph: state(suites, root) for graph, suites in GRAPHS.items()}
 
 
 def lead(page_dir: Path, graphs: dict) -> str:
