@@ -43,6 +43,25 @@ def test_table_by_hand(tmp_path, data_root):
     assert stats["features"] == 8 and 0 < stats["homophily"] < 1
 
 
+def test_table_counts_a_copied_run_once(tmp_path, data_root):
+    """Suite "b" holds suite "a"'s two runs (copied: same hash, same curve) and one more: "a"'s
+    group is left out; "c" repeats exact's configuration with another curve and stays."""
+    for suite, extra in (("a", False), ("b", True)):
+        runs = tmp_path / suite / "runs"
+        write_run(runs, "exact", 2, 0, [0.1] * 4, [0.5, 0.8, 0.95, 1.0], dataset=SPEC,
+                  flags_hash="e0")
+        write_run(runs, "partition", 2, 0, [0.1] * 4, [0.5, 0.9, 0.9, 0.9], dataset=SPEC,
+                  flags_hash="p0")
+        if extra:
+            write_run(runs, "digest", 2, 0, [0.1] * 4, [0.5, 0.9, 0.9, 0.9], dataset=SPEC,
+                      flags_hash="d0")
+    write_run(tmp_path / "c" / "runs", "exact", 2, 0, [0.1] * 4, [0.5, 0.8, 0.9, 0.97],
+              dataset=SPEC, flags_hash="e0")
+    rows = advise_table.build(tmp_path)["rows"]
+    assert sorted((r["suite"], r["label"]) for r in rows) == [
+        ("b", "digest"), ("b", "exact"), ("b", "partition"), ("c", "exact")]
+
+
 def test_rank_correlation_and_first_choice_by_hand():
     def row(label, meas, pred, epochs, low, high, other):
         return {"dataset": "g", "workers": 4, "bandwidth": "1gbit", "label": label,

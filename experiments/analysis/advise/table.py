@@ -5,7 +5,9 @@ from the committed convergence runs.
 A convergence run: one evaluated every epoch for at least 20 epochs, on 2 or more workers (one
 emulated bandwidth per configuration and seed: a synchronous method's curve is the same at every
 bandwidth). Runs are grouped by suite, graph, workers, model, width, depth, dropout, learning
-rate and budget; within a group the target is q x the mean over seeds of exact's best validation
+rate and budget; a group whose runs all appear in another group (a suite that copied another's
+runs, e.g. bench_converge_synthetic_h07 those of partition_loss_converged) is left out, so that no
+run counts twice; within a group the target is q x the mean over seeds of exact's best validation
 accuracy (docs/methods.md section 12), and a run's epochs to it are the first evaluated epoch at or
 above it (null: never). Each (graph, workers) pair gets the statistics advise compares graphs by,
 measured on its partition (seed 0) as advise measures the user's (digest/advise/job.py).
@@ -34,6 +36,27 @@ def _curve(r, cfg) -> bool:
     return cfg.optim.eval_every == 1 and cfg.optim.epochs >= 20 and r.workers >= 2
 
 
+def _run_id(r) -> tuple:
+    """A run's identity across suites: its label, seed, the runner's configuration hash
+    (run.json) and its result (a copied run keeps all four; a rerun of the same configuration
+    differs in its curve)."""
+    try:
+        flags = json.loads((r.directory / "run.json").read_text()).get("hash")
+    except (OSError, ValueError):
+        flags = None
+    return (base_label(r.label), r.seed, flags or str(r.directory), r.summary.get("best_val"),
+            r.summary.get("best_epoch"))
+
+
+def _repeated(groups: dict) -> list:
+    """The keys of the groups whose runs all appear in another group: in a larger one, or in
+    an equal one whose key sorts first."""
+    ids = {key: frozenset(_run_id(r) for _, r, _ in runs) for key, runs in groups.items()}
+    return [k for k, mine in ids.items()
+            if any(k != o and mine <= theirs and (mine < theirs or o < k)
+                   for o, theirs in ids.items())]
+
+
 def build(root: Path = ROOT) -> dict:
     groups: dict = {}
     seen = set()
@@ -48,6 +71,8 @@ def build(root: Path = ROOT) -> dict:
                o.epochs)
         groups.setdefault(key, []).append((label, r, cfg))
     rows, graphs = [], {}
+    for key in _repeated(groups):
+        del groups[key]
     for key, runs in groups.items():
         suite, dataset, workers, model, hidden, layers, dropout, lr, budget = key
         exact = [r for label, r, cfg in runs if cfg.method == "exact" and is_default(cfg)]
