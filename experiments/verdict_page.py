@@ -69,7 +69,8 @@ def graph_section(graph: str, suites: tuple, root: Path, written: list,
         return verdict_render.partial_section(graph, *got)
     v, waiting = got
     if draw:
-        verdict_render.figure(graph, v.speed, verdict.BITS, root / PLOTS, written)
+        verdict_render.figure(graph, v.speed, verdict.BITS, root / PLOTS, written,
+                              verdict_render.q_of(v.acc))
     return verdict_render.graph_section(graph, v, suites[3], waiting)
 
 

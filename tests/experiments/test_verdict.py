@@ -152,6 +152,34 @@ def test_a_graph_without_speed_runs_shows_its_accuracy_and_what_it_waits_for(con
     assert "| partition | 70.00 ± 0.00 | -10.00 [-10.00, -10.00] | not reached (2/3) | 1.00 |" in text
 
 
+def test_where_exact_itself_misses_the_target_at_a_seed_the_graph_is_read_at_the_fallback():
+    # exact's best validation accuracies 0.81, 0.80, 0.79 (mean 0.80): seed 2 misses 0.99 x 0.80
+    # = 0.792 but reaches 0.98 x 0.80 = 0.784, at epoch 14
+    recs = [run("exact", s, curve(e, top=t), [1.0] * 40, test=0.80)
+            for s, e, t in ((0, 10, 0.81), (1, 12, 0.80), (2, 14, 0.79))]
+    recs += [run("digest-I10", s, curve(20, top=0.80), [1.0] * 40, "digest") for s in (0, 1, 2)]
+    conv = verdict.convergence(Loaded(recs, ["toy"], []))
+    assert conv["exact"].q == 0.98 and conv["exact"].epochs == {0: 10, 1: 12, 2: 14}
+    assert verdict.target_of_conv(conv) == pytest.approx(0.98 * 0.80)
+    assert verdict.convergence(Loaded(recs, ["toy"], []), 0.99)["exact"].epochs[2] is None
+    acc = verdict.accuracy(conv)
+    sp = verdict.speedups(conv, verdict.round_times(speed_runs(), 3), ["50mbit"])
+    assert sp.set_index("method").loc["digest-I10", "speedup"] == pytest.approx(12 / 20 * 4)
+    text = "\n".join(verdict_render.partial_section("toy", acc, "0 of 9 runs"))
+    assert "| method | test acc. % | Δ vs exact [95%] | epochs to 0.98 (reached) |" in text
+    assert ("The target here is 0.98, not 0.99, x exact's mean best validation accuracy: exact "
+            "itself misses 0.99 x 80.00 = 79.20% at a seed (its best validation accuracy by seed: "
+            "81.00, 80.00, 79.00%)") in text
+    assert verdict_render.sentence("toy", acc, sp, ["50mbit"]).startswith(
+        "On toy, the first to 0.98 of exact's")
+    # where exact misses every target at a seed, no speedup can be divided by its time
+    recs[2] = run("exact", 2, curve(14, top=0.70), [1.0] * 40, test=0.80)
+    conv = verdict.convergence(Loaded(recs, ["toy"], []))
+    assert conv["exact"].q == 0.99 and conv["exact"].epochs[2] is None
+    sp = verdict.speedups(conv, verdict.round_times(speed_runs(), 3), ["50mbit"])
+    assert set(sp.note) == {"exact not reached"} and sp.speedup.isna().all()
+
+
 def test_the_decomposition_against_an_end_to_end_run(conv):
     times = verdict.round_times(speed_runs(), 3)
     e2e = Loaded([run("digest-I10@50mbit", 0, curve(20), [0.375] * 40, "digest")], ["toy"], [])
