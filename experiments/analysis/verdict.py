@@ -20,7 +20,7 @@ every seed, and its pages say so (docs/methods.md section 12). Asynchronous meth
 trajectory depends on timing) are not decomposed: their time to target is measured end to end,
 in the graph's end-to-end suite (labels ``<method>@<bw>``, every epoch evaluated, on the training
 clock), against exact's decomposed time; where that suite has no run of theirs at a bandwidth,
-"end to end only".
+"end to end only", or "not reached on loopback" if their convergence runs missed the target.
 """
 from __future__ import annotations
 
@@ -198,7 +198,11 @@ def speedups(conv: dict, times: dict, bandwidths: list, measured: dict | None = 
             elif c.method in ASYNC:
                 got = {k: v for k, v in (measured or {}).get((label, bw), {}).items()
                        if k in ref.epochs}
-                if not got or not t_ref:
+                missed = sum(v is None for v in c.epochs.values())
+                if (not got or not t_ref) and missed:  # no run behind the link; loopback's says
+                    row["note"] = (f"{NOT_REACHED} on loopback at {missed} of {len(c.epochs)} "
+                                   "seeds (not run end to end)")
+                elif not got or not t_ref:
                     row["note"] = "end to end only (asynchronous)"
                 else:
                     secs = {k: v for k, (v, _) in got.items()}
