@@ -63,6 +63,20 @@ def parse_networks(text: str | None, suite: Suite) -> set[str] | None:
     return nets
 
 
+def parse_rounds(text: str | None, suite: Suite) -> set[int] | None:
+    """``--rounds 0,1`` as a set; every one must be a round the suite runs (0 .. rounds - 1)."""
+    if text is None:
+        return None
+    try:
+        rounds = {int(x) for x in text.split(",")}
+    except ValueError:
+        raise ValueError(f"--rounds takes comma-separated integers (e.g. 0,1), not {text!r}") from None
+    if not rounds <= set(range(suite.rounds)):
+        raise ValueError(f"suite {suite.name} runs rounds 0 to {suite.rounds - 1}; --rounds {text} "
+                         "names others")
+    return rounds
+
+
 def parse_labels(text: str | None, suite: Suite) -> set[str] | None:
     """``--labels exact,digest-I10`` as a set; every one must be a method label of the suite."""
     if text is None:
@@ -88,6 +102,9 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--networks", default=None, metavar="LIST",
                    help="only the runs at these emulated bandwidths, comma-separated (e.g. "
                    "10gbit,1gbit): an emulated suite in parts")
+    p.add_argument("--rounds", default=None, metavar="LIST",
+                   help="only these timing rounds' runs, comma-separated (e.g. 0,1): a bandwidth "
+                   "too long for one sitting, in parts that keep every method in every round")
     p.add_argument("--labels", default=None, metavar="LIST",
                    help="only these methods' runs (the suite's labels, comma-separated): a suite "
                    "whose seed alone is too long for one sitting, in parts")
@@ -116,6 +133,7 @@ def main(argv=None) -> int:
         seeds = parse_seeds(args.seeds, suite)
         networks = parse_networks(args.networks, suite)
         chosen = parse_labels(args.labels, suite)
+        rounds = parse_rounds(args.rounds, suite)
     except (ValueError, OSError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
@@ -125,7 +143,8 @@ def main(argv=None) -> int:
         return loads(root, load_path)
     try:
         with sampling(load_path):
-            counts = run_suite(suite, root, seeds=seeds, networks=networks, labels=chosen)
+            counts = run_suite(suite, root, seeds=seeds, networks=networks, labels=chosen,
+                               rounds=rounds)
     except subprocess.CalledProcessError as e:
         tail = (e.stderr or "").strip().splitlines()[-1:] or ["(no output)"]
         print(f"error: `python -m digest methods` failed: {tail[0]}", file=sys.stderr)

@@ -151,10 +151,11 @@ def periods(items: list[Entry]) -> list[list[Entry]]:
 
 
 def plan_notes(suite: Suite, plan: dict) -> list[str]:
-    """What the last run of the suite was restricted to (--seeds, --networks, --labels) and what
-    its plan skipped."""
+    """What the last run of the suite was restricted to (--seeds, --networks, --labels, --rounds)
+    and what its plan skipped."""
     name, out = f"plan_{suite.name}.json", []
-    for key, what in (("seeds", "seeds"), ("networks", "the bandwidths"), ("labels", "the labels")):
+    for key, what in (("seeds", "seeds"), ("networks", "the bandwidths"), ("labels", "the labels"),
+                      ("rounds", "the rounds")):
         if plan.get(key) is not None:
             out.append(f"{name}: the last run of the suite was restricted to {what} "
                        + ", ".join(map(str, plan[key])) + f" (--{key})")

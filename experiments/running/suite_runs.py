@@ -109,10 +109,11 @@ def plan_path(root: Path, suite_name: str) -> Path:
 
 def run_suite(suite: Suite, root: Path, methods: set[str] | None = None, launcher=launch,
               seeds: set[int] | None = None, networks: set[str] | None = None,
-              labels: set[str] | None = None) -> dict:
-    """Run the suite's runs not yet complete; with ``seeds`` (``networks``, ``labels``), only those
-    seeds' runs (those at these emulated bandwidths, of these method labels): a long suite can then
-    be run in parts, and the tables read whatever runs are complete."""
+              labels: set[str] | None = None, rounds: set[int] | None = None) -> dict:
+    """Run the suite's runs not yet complete; with ``seeds`` (``networks``, ``labels``,
+    ``rounds``), only those seeds' runs (those at these emulated bandwidths, of these method
+    labels, of these timing rounds): a long suite can then be run in parts, and the tables read
+    whatever runs are complete."""
     runs, notes = plan(suite, registered_methods() if methods is None else methods)
     for note in notes:
         print(f"note: skipping {note}")
@@ -123,6 +124,7 @@ def run_suite(suite: Suite, root: Path, methods: set[str] | None = None, launche
                                              "networks": None if networks is None
                                              else sorted(networks),
                                              "labels": None if labels is None else sorted(labels),
+                                             "rounds": None if rounds is None else sorted(rounds),
                                              "runs": [str(r.directory(".")) for r in runs]})
     if seeds is not None:
         runs = [r for r in runs if r.seed in seeds]
@@ -130,6 +132,8 @@ def run_suite(suite: Suite, root: Path, methods: set[str] | None = None, launche
         runs = [r for r in runs if network_of(r.label) in networks]
     if labels is not None:
         runs = [r for r in runs if base_label(r.label) in labels]
+    if rounds is not None:
+        runs = [r for r in runs if r.round in rounds]
     counts = {"ran": 0, "skipped": 0, "failed": []}
     t0 = time.perf_counter()
     with tqdm(total=len(runs), desc=f"suite {suite.name}", unit="run", dynamic_ncols=True) as bar:

@@ -158,6 +158,26 @@ def test_networks_run_an_emulated_suite_in_parts_and_unknown_ones_are_refused(tm
                         "100mbit (--networks)")
 
 
+def test_rounds_run_a_timed_bandwidth_in_parts_and_unknown_ones_are_refused(tmp_path,
+                                                                           monkeypatch):
+    monkeypatch.setattr(suite_runs, "unavailable_datasets", lambda names: {})
+    suite = suite_from_dict({**SUITE, "seeds": [0], "networks": ["1gbit"], "rounds": 3})
+    root, calls = tmp_path / "runs", []
+    suite_runs.run_suite(suite, root, {"exact"}, fake_launcher(calls), rounds={2})
+    assert calls == ["exact@1gbit_w2_s0_r2"]
+    plan = json.loads((root / "plan_t.json").read_text())
+    assert plan["rounds"] == [2] and len(plan["runs"]) == 3  # the plan still names every run
+    suite_runs.run_suite(suite, root, {"exact"}, fake_launcher(calls), rounds={0, 1})
+    assert sorted(calls) == ["exact@1gbit_w2_s0", "exact@1gbit_w2_s0_r1", "exact@1gbit_w2_s0_r2"]
+    assert runner.parse_rounds(None, suite) is None and runner.parse_rounds("1,0", suite) == {0, 1}
+    with pytest.raises(ValueError, match="runs rounds 0 to 2; --rounds 3 names others"):
+        runner.parse_rounds("3", suite)
+    with pytest.raises(ValueError, match="comma-separated integers"):
+        runner.parse_rounds("last", suite)
+    assert runlog.irregular([], suite, {**plan, "rounds": [0, 1]})[0] == (
+        "plan_t.json: the last run of the suite was restricted to the rounds 0, 1 (--rounds)")
+
+
 @pytest.mark.slow
 def test_the_runners_skip_by_hash_is_unchanged_by_the_clis_refusal(tmp_path, monkeypatch):
     """`train --out DIR` refuses a complete run of another configuration there
