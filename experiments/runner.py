@@ -36,15 +36,18 @@ from .suites.load import load
 from .suites.suite import Suite, base_label, expand, labels, load_suite
 
 
+def _integers(text: str, flag: str) -> set[int]:
+    try:
+        return {int(x) for x in text.split(",")}
+    except ValueError:
+        raise ValueError(f"{flag} takes comma-separated integers (e.g. 0,1), not {text!r}") from None
+
+
 def parse_seeds(text: str | None, suite: Suite) -> set[int] | None:
     """``--seeds 0,1`` as a set; every seed must be one the suite runs."""
     if text is None:
         return None
-    try:
-        seeds = {int(x) for x in text.split(",")}
-    except ValueError:
-        raise ValueError(f"--seeds takes comma-separated integers (e.g. 0,1), not {text!r}") from None
-    known = {r.seed for r in expand(suite)}
+    seeds, known = _integers(text, "--seeds"), {r.seed for r in expand(suite)}
     if not seeds <= known:
         raise ValueError(f"suite {suite.name} runs seeds {', '.join(map(str, sorted(known)))}; "
                          f"--seeds {text} names others")
@@ -67,10 +70,7 @@ def parse_rounds(text: str | None, suite: Suite) -> set[int] | None:
     """``--rounds 0,1`` as a set; every one must be a round the suite runs (0 .. rounds - 1)."""
     if text is None:
         return None
-    try:
-        rounds = {int(x) for x in text.split(",")}
-    except ValueError:
-        raise ValueError(f"--rounds takes comma-separated integers (e.g. 0,1), not {text!r}") from None
+    rounds = _integers(text, "--rounds")
     if not rounds <= set(range(suite.rounds)):
         raise ValueError(f"suite {suite.name} runs rounds 0 to {suite.rounds - 1}; --rounds {text} "
                          "names others")
