@@ -14,8 +14,8 @@ round), so its **speedup to accuracy** over exact = (exact's mean epochs / the m
 median over rounds of t_exact / t_method; the 95% interval bootstraps seeds (both methods' epochs
 at the same resampled seeds: a seed draws the split) and rounds. A method that misses the target
 at any seed is "not reached". The target is q = ``Q`` x exact's mean best validation accuracy;
-where exact itself misses it at some seed (its seeds' best validation accuracies spread by more
-than 1 - q of their mean), the graph is read at the first of ``FALLBACK`` that exact reaches at
+where exact itself misses it at some seed (that seed's best validation accuracy more than 1 - q
+below the seeds' mean), the graph is read at the first of ``FALLBACK`` that exact reaches at
 every seed, and its pages say so (docs/methods.md section 12). Asynchronous methods (their
 trajectory depends on timing) are not decomposed: their time to target is measured end to end,
 in the graph's end-to-end suite (labels ``<method>@<bw>``, every epoch evaluated, on the training
