@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import zlib
 from dataclasses import dataclass, field
+from itertools import chain
 
 import numpy as np
 import pandas as pd
@@ -80,11 +81,11 @@ def convergence(loaded: Loaded, q: float | None = None) -> dict[str, Convergence
     target ``q``; None: ``Q``, or the first of ``FALLBACK`` that exact reaches at every seed if it
     misses ``Q`` at one (``Q`` again if it misses them all)."""
     if q is None:
-        for q in (Q, *FALLBACK):
-            conv = convergence(loaded, q)
-            if all(e is not None for e in conv["exact"].epochs.values()):
+        first = convergence(loaded, Q)
+        for conv in chain([first], (convergence(loaded, x) for x in FALLBACK)):
+            if None not in conv["exact"].epochs.values():
                 return conv
-        return convergence(loaded, Q)
+        return first
     target, out = target_of(loaded, q), {}
     for r in loaded.records:
         c = out.setdefault(r.label, Convergence(r.label, r.method, [], {}, {}, {}, len(r.metrics),

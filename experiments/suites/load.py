@@ -36,6 +36,7 @@ class RunRecord:
     metrics: pd.DataFrame = field(repr=False)
     round: int = 0           # the timing protocol's repetition (run.json; 0 when not recorded)
     started: str | None = None  # when the runner started it (run.json)
+    hash: str | None = None     # the runner's configuration hash (run.json; a copied run keeps it)
 
 
 @dataclass
@@ -81,7 +82,8 @@ def read_record(directory: Path, expect_hash: str | None = None) -> RunRecord | 
                      workers=int(info.get("workers", summary.get("world_size", cfg.get("workers", 1)))),
                      seed=int(info.get("seed", cfg.get("seed", 0))),
                      directory=directory, summary=summary, metrics=metrics,
-                     round=int(info.get("round") or 0), started=info.get("started"))
+                     round=int(info.get("round") or 0), started=info.get("started"),
+                     hash=info.get("hash"))
 
 
 def graph_changed(run: Run, summary: dict) -> str:

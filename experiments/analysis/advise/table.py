@@ -40,11 +40,7 @@ def _run_id(r) -> tuple:
     """A run's identity across suites: its label, seed, the runner's configuration hash
     (run.json) and its result (a copied run keeps all four; a rerun of the same configuration
     differs in its curve)."""
-    try:
-        flags = json.loads((r.directory / "run.json").read_text()).get("hash")
-    except (OSError, ValueError):
-        flags = None
-    return (base_label(r.label), r.seed, flags or str(r.directory), r.summary.get("best_val"),
+    return (base_label(r.label), r.seed, r.hash or str(r.directory), r.summary.get("best_val"),
             r.summary.get("best_epoch"))
 
 
