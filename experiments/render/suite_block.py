@@ -100,10 +100,11 @@ def suite_block(suite_name: str, results: Path, plots: Path, page_dir: Path) -> 
             "", f"Per-epoch times and speedups: [tables.md]({rel(md_path)}), section 2 onwards."]
     if len(tables) > BLOCK_LINES:  # even that is long (a sweep): every table one link away
         tables = [f"Accuracy, per-epoch times and speedups: [tables.md]({rel(md_path)})."]
-    lines += tables + rule_line(Path(results), rel(md_path))
+    lines += tables + [""] + rule_line(Path(results), rel(md_path)) + [""]
     lines += plot_lines(datasets, Path(plots), Path(page_dir),
                         (Path(results) / "cluster_epoch_time.csv").exists())
-    return "\n".join(lines).rstrip("\n") + "\n"
+    # each part ends its paragraph; one blank line between parts, however they end
+    return re.sub(r"\n{3,}", "\n\n", "\n".join(lines)).rstrip("\n") + "\n"
 
 
 def rule_line(results: Path, link: str) -> list:

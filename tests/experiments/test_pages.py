@@ -310,3 +310,16 @@ def test_quick_block_waits_for_the_quick_tables_then_shows_accuracy_and_the_main
     assert "| exact | 90.00 |" in block and "Per-epoch" not in block
     assert block.rstrip().endswith("![toy: validation accuracy against time](plots/quick/toy_val_vs_time.png)")
     assert text.endswith("<!-- generated:quick:end -->\nrest\n")
+
+
+def test_a_suite_block_too_long_for_its_page_links_its_tables_in_a_paragraph_of_its_own(tmp_path):
+    from experiments.render.suite_block import BLOCK_LINES, suite_block
+    rows = "".join(f"| m{i} | 90.00 |\n" for i in range(BLOCK_LINES + 5))
+    (tmp_path / "tables.md").write_text(f"# Results\n\n## 1. Accuracy: test accuracy (%)\n| method | toy |\n|---|---|\n{rows}")
+    pd.DataFrame({"dataset": ["toy"], "method": ["exact"]}).to_csv(tmp_path / "accuracy.csv")
+    (tmp_path / "plots").mkdir()
+    (tmp_path / "plots" / "toy_val_vs_time.png").write_bytes(b"png")
+    lines = suite_block("toy", tmp_path, tmp_path / "plots", tmp_path).splitlines()
+    link = lines.index("Accuracy, per-epoch times and speedups: [tables.md](tables.md).")
+    assert lines[link + 1] == "" and lines[link + 2].startswith("**Plots**")  # not run into it
+    assert "" not in lines[link + 2:link + 3]  # one blank line between parts
