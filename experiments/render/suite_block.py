@@ -114,9 +114,9 @@ def rule_line(results: Path, link: str) -> list:
     change = pd.read_csv(path) if path.exists() else None
     if change is None or change.empty:
         return []
-    return ["", f"**The corrected timing rule** (docs/methods.md section 11: per-epoch time a mean "
+    return [f"**The corrected timing rule** (docs/methods.md section 11: per-epoch time a mean "
             f"over whole periods, the bootstrap over rounds and seeds, the A/A check): "
-            f"{timing_summary(change)}; the rows: [tables.md]({link}), section 2.", ""]
+            f"{timing_summary(change)}; the rows: [tables.md]({link}), section 2."]
 
 
 def _datasets(results: Path) -> list:
