@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from .figures import MAX_SERIES, grid, save, style
+from .figures import panel_grid, panels, save, style, titles
 from .markdown import md_table
 from ..analysis.paired import AA_BAND
 from ..analysis.verdict import CLOSE, CONVERGED, FALLBACK, Q, GraphVerdict, fastest, rivals
@@ -107,28 +107,34 @@ def ceilings(speed: pd.DataFrame, bandwidths: list) -> str:
     return md_table(["method", *[f"per epoch / ceiling @ {bw}" for bw in bandwidths]], rows)
 
 
+def figure_panels(methods: list) -> list:
+    """The figure's panels: ``methods`` (exact left out: it is the dotted line at 1) grouped as
+    every plot groups them (figures.panels: at most MAX_SERIES a panel, no two families of one
+    colour in a panel)."""
+    return panels([m for m in methods if m != "exact"])
+
+
 def figure(graph: str, speed: pd.DataFrame, bits: dict, out: Path, written: list,
            q: float = Q) -> None:
     """Speedup to accuracy (target ``q`` x exact's) against bandwidth (bit/s, log axis),
     intervals as error bars, the methods in panels of at most MAX_SERIES."""
     speed = speed[speed.speedup.notna()]
-    methods = [m for m in dict.fromkeys(speed.method) if m != "exact"]
-    if not methods:
+    groups = figure_panels(list(dict.fromkeys(speed.method)))
+    if not groups:
         return
-    chunks = [methods[i:i + MAX_SERIES] for i in range(0, len(methods), MAX_SERIES)]
-    fig, axes = grid(1, len(chunks), 6.0, 4.2)
-    for ax, chunk in zip(axes[0], chunks):
-        for m in chunk:
+    fig, axes = panel_grid(len(groups), width=6.0, height=4.2, cols=min(3, len(groups)))
+    for ax, panel in zip(axes, groups):
+        for m in panel.labels:
             p = speed[speed.method == m].assign(bit_s=lambda f: f.bandwidth.map(bits))
             p = p.sort_values("bit_s")
             ax.errorbar(p.bit_s, p.speedup, yerr=[p.speedup - p.lo, p.hi - p.speedup],
-                        capsize=3, label=m, **style(m, chunk))
+                        capsize=3, label=m, **style(m, panel.labels))
         ax.axhline(1.0, color="#777777", lw=0.8, ls=":")
         ax.set_xscale("log")
         ax.set_xlabel("emulated bandwidth per link (bit/s)")
         ax.set_ylabel(f"speedup to {q:g} x exact's accuracy")
         ax.legend(fontsize=7)
-    fig.suptitle(f"{graph}: time to accuracy over exact's, by bandwidth")
+    titles(fig, axes, groups, f"{graph}: time to accuracy over exact's, by bandwidth")
     save(fig, out / figure_name(graph), written)
 
 

@@ -12,6 +12,7 @@ import pytest
 
 from experiments.analysis import verdict
 from experiments.render import verdict as verdict_render
+from experiments.render.figures import family, style
 from experiments.suites.load import Loaded, RunRecord
 
 
@@ -240,6 +241,21 @@ def test_the_figure_is_written(conv, tmp_path):
     written = []
     verdict_render.figure("toy", sp, {"50mbit": 5e7}, tmp_path, written)
     assert written == [tmp_path / "toy_speedup_to_accuracy.png"] and written[0].stat().st_size > 0
+
+
+def test_the_figure_never_gives_two_families_of_a_panel_one_colour():
+    # in the order the benchmark lists them, the first six hold varco and sancus (one colour)
+    labels = ["exact", "digest-I10", "varco-variable", "pipegcn", "pipegcn-smooth0.95",
+              "bnsgcn-p0.1", "sancus", "adaqp-8", "adaqp-adaptive-4", "sat-I10", "sylvie"]
+    groups = verdict_render.figure_panels(labels)
+    shown = [m for g in groups for m in g.labels]
+    assert sorted(shown) == sorted(labels[1:])  # every method once, exact left out
+    for g in groups:
+        assert len(g.labels) <= 6
+        colours = {}
+        for m in g.labels:
+            colours.setdefault(style(m, g.labels)["color"], set()).add(family(m))
+        assert all(len(f) == 1 for f in colours.values()), (g.title, colours)
 
 
 def test_the_committed_verdict_page_is_what_the_committed_runs_give():
