@@ -8,10 +8,11 @@ bandwidth). Runs are grouped by suite, graph, workers, model, width, depth, drop
 rate and budget; a group whose runs all appear in another group (a suite that copied another's
 runs, e.g. bench_converge_synthetic_h07 those of partition_loss_converged) is left out; a group
 that shares only some of its runs with another keeps them, since its targets come from its own
-exact runs (advise reads the nearest row, ties going to the suite that sorts first); within a group the target is q x the mean over seeds of exact's best validation
-accuracy (docs/methods.md section 12), and a run's epochs to it are the first evaluated epoch at or
-above it (null: never). Each (graph, workers) pair gets the statistics advise compares graphs by,
-measured on its partition (seed 0) as advise measures the user's (digest/advise/job.py).
+exact runs (advise reads the nearest row, ties going to the suite that sorts first); within a
+group the target is q x the mean over seeds of exact's best validation accuracy (docs/methods.md
+section 12), and a run's epochs to it are the first evaluated epoch at or above it (null: never).
+Each (graph, workers) pair gets the statistics advise compares graphs by, measured on its
+partition (seed 0) as advise measures the user's (digest/advise/job.py).
 
 --write writes the table; --check recomputes it and fails (exit 1) when the committed one differs.
 """
