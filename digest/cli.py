@@ -25,7 +25,7 @@ from .data.part_file import write_assignment
 from .data.user_graph import FILE_ROWS, files_changed
 from .data.partition import PartitionError
 from .errors import FAILURE, USAGE, UsageError
-from .runtime import comm, netem, perf, placement
+from .runtime import comm, netem, perf, placement, unresponsive
 from .runtime.launch import (WorkerFailed, interrupt_once, launch, launch_emulated, prestart,
                              under_torchrun)
 from .training import checkpoint, metrics
@@ -241,7 +241,9 @@ def run(given: dict, argv: list | None = None) -> tuple[dict | None, str]:
     if rt.emulate_network or rt.emulate_latency:  # what is missing: one line (2), before anything
         netem.check(rt.emulate_network, rt.emulate_latency, world or rt.workers,
                         under_torchrun(), argv)
-    check_request(cfg.data.dataset, world or cfg.runtime.workers, "--workers", cfg.data.partition_file)
+    unresponsive.grace_from_env()  # a bad DIGEST_STOPPED_GRACE_S: one line (2), before anything
+    check_request(cfg.data.dataset, world or cfg.runtime.workers, "--workers",
+                  cfg.data.partition_file, (cfg.model.hidden, cfg.model.layers))
     if not cfg.runtime.resume and _complete_in(cfg, world or cfg.runtime.workers):
         return None, cfg.run_dir(world or cfg.runtime.workers)  # the same run, complete there
     _check_writable(cfg.runtime.resume or cfg.run_dir(world or cfg.runtime.workers))

@@ -5,6 +5,8 @@ damaged in a copy, refused in one line::
 
     python -m experiments.fault_campaign --trials 10      # every method; results/reliability/
     python -m experiments.fault_campaign --methods exact --trials 2 --out /tmp/f --report /tmp/f/r.md
+    python -m experiments.fault_campaign --methods exact,digest --faults kill,stop,cut,flap \
+        --network 50mbit --trials 2 --out results/reliability_links   # behind emulated links
 
 A trial, as a user meets it, and the checks it must pass: experiments/running/campaign.py.
 
@@ -22,7 +24,8 @@ import time
 from pathlib import Path
 
 from .render.reliability import report
-from .running.campaign import ROOT, digest, environment, namespaces, passed, train_args, trial, write
+from .running.campaign import (FAULTS, ROOT, digest, environment, namespaces, passed, train_args,
+                               trial, write)
 from .suites.registry import register_methods
 
 
@@ -30,7 +33,14 @@ def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="python -m experiments.fault_campaign", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--methods", help="comma-separated (default: every registered method)")
-    p.add_argument("--trials", type=int, default=10, help="trials per method (default 10)")
+    p.add_argument("--trials", type=int, default=10,
+                   help="trials per method and fault (default 10)")
+    p.add_argument("--faults", default="kill",
+                   help=f"comma-separated, of {', '.join(FAULTS)} (default kill); cut and flap "
+                        "need --network")
+    p.add_argument("--network", default=None,
+                   help="train behind emulated links of this bandwidth, e.g. 50mbit (root or user "
+                        "namespaces; default: loopback)")
     p.add_argument("--seed", type=int, default=0, help="of the random ranks, steps and moments")
     p.add_argument("--out", type=Path, default=ROOT / "results" / "reliability")
     p.add_argument("--report", type=Path, default=None,
@@ -47,9 +57,15 @@ def methods_of(args) -> list[str] | None:
     register_methods()
     methods = args.methods.split(",") if args.methods else sorted(METHODS)
     unknown = [m for m in methods if m not in METHODS]
-    if unknown or args.trials < 1:
-        print(f"error: unknown method {', '.join(unknown)}" if unknown else
-              "error: --trials must be >= 1", file=sys.stderr)
+    args.faults = args.faults.split(",") if isinstance(args.faults, str) else args.faults
+    odd = [f for f in args.faults if f not in FAULTS]
+    why = (f"unknown method {', '.join(unknown)}" if unknown else
+           "--trials must be >= 1" if args.trials < 1 else
+           f"unknown fault {', '.join(odd)} (one of {', '.join(FAULTS)})" if odd else
+           "cut and flap need --network (an emulated link to cut)"
+           if {"cut", "flap"} & set(args.faults) and not args.network else None)
+    if why:
+        print(f"error: {why}", file=sys.stderr)
         return None
     return methods
 
@@ -60,21 +76,22 @@ def campaign(methods: list[str], args, table: Path, trials: list) -> bool | None
     from tqdm import tqdm
 
     data, rng = args.work / "data", random.Random(args.seed)
-    bar = tqdm(total=len(methods) * (args.trials + 1), unit="run", desc="fault campaign")
+    bar = tqdm(total=len(methods) * (len(args.faults) * args.trials + 1), unit="run",
+               desc="fault campaign")
     try:
         for method in methods:
             bar.set_postfix_str(f"{method} uninterrupted")
             ref = args.work / method / "uninterrupted"
             shutil.rmtree(ref, ignore_errors=True)
-            done = digest(train_args(method, ref), args.work, environment(data))
+            done = digest(train_args(method, ref, args.network), args.work, environment(data))
             bar.update()
             if done.rc != 0:
                 print(f"error: {method}'s uninterrupted run failed: "
                       f"{done.lines[-1] if done.lines else done.rc}", file=sys.stderr)
                 return None
-            for i in range(args.trials):
-                bar.set_postfix_str(f"{method} trial {i}")
-                row = trial(method, i, rng, ref, args.work, data)
+            for i, fault in enumerate(f for f in args.faults for _ in range(args.trials)):
+                bar.set_postfix_str(f"{method} trial {i} ({fault})")
+                row = trial(method, i, rng, ref, args.work, data, fault, args.network)
                 row["passed"] = passed(row)
                 if row["passed"]:
                     shutil.rmtree(args.work / method / f"trial{i}", ignore_errors=True)
@@ -113,9 +130,10 @@ def main(argv=None) -> int:
         row["passed"] = passed(row)
     write(table, trials)
     shown = table.resolve().relative_to(ROOT) if table.resolve().is_relative_to(ROOT) else table
-    text = report(trials, command, time.monotonic() - t0, str(shown))
+    text = report(trials, command, time.monotonic() - t0, str(shown), args.network)
     if interrupted:
-        text += f"\nInterrupted after {len(trials)} of {len(methods) * args.trials} trials.\n"
+        text += (f"\nInterrupted after {len(trials)} of "
+                 f"{len(methods) * len(args.faults) * args.trials} trials.\n")
     args.report.write_text(text)
     failed = sum(not r["passed"] for r in trials)
     print(("interrupted; " if interrupted else "") +

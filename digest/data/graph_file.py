@@ -36,18 +36,20 @@ def file_sha256(path) -> str:
     return h.hexdigest()
 
 
-def read_arrays(path: Path, shapes_only: bool = False) -> dict:
+def read_arrays(path: Path, shapes_only: bool = False, keys: tuple = KEYS) -> dict:
     """The file's arrays by name (tensors; shape tuples with ``shapes_only``, read from an
-    ``.npz``'s headers without its data)."""
+    ``.npz``'s headers without its data); only ``keys`` (an ``.npz`` reads no other array)."""
+    if path.is_dir():
+        raise GraphFileError(f'file:{path} is a directory, not a graph file')
     if not path.is_file():
         raise GraphFileError(f'file:{path}: no such file')
     try:
         if path.suffix == '.npz':
             with zipfile.ZipFile(path) as z:
                 if shapes_only:
-                    return {n[:-4]: _npy_shape(z, n) for n in z.namelist() if n[:-4] in KEYS}
+                    return {n[:-4]: _npy_shape(z, n) for n in z.namelist() if n[:-4] in keys}
             with np.load(path, allow_pickle=False) as z:
-                return {k: torch.from_numpy(z[k]) for k in z.files if k in KEYS}
+                return {k: torch.from_numpy(z[k]) for k in z.files if k in keys}
         obj = _torch_load(path)
     except Exception as e:  # noqa: BLE001 - whatever the reader says, the file is not one of ours
         raise GraphFileError(f'file:{path}: cannot read it as a torch_geometric Data, a dict of '
@@ -56,7 +58,7 @@ def read_arrays(path: Path, shapes_only: bool = False) -> dict:
     if not isinstance(obj, dict):
         raise GraphFileError(f'file:{path} holds a {type(obj).__name__}, not a torch_geometric '
                              'Data or a dict of tensors')
-    out = {k: v for k, v in obj.items() if k in KEYS and v is not None}
+    out = {k: v for k, v in obj.items() if k in keys and v is not None}
     if shapes_only:  # (a value that is no tensor: its type's name, for the message)
         return {k: tuple(v.shape) if torch.is_tensor(v) else type(v).__name__
                 for k, v in out.items()}
@@ -103,10 +105,42 @@ def file_sizes(path) -> tuple[int, int, int]:
     return shapes['x'][0], 2 * shapes['edge_index'][1], shapes['x'][1]
 
 
-def check_arrays(a: dict, name: str, rule: bool) -> None:
-    """Refuse (``GraphFileError``, one line) what no graph can be: missing features, edges or
-    labels, mismatched shapes, non-finite features, edge ids out of range, bad or overlapping masks
-    (those only when no split ``rule`` replaces them)."""
+# Integer dtypes a label, an edge id or a mask may have (torch's unsigned 16-64 bit types lack
+# the reductions the checks use; numpy's uint16-uint64 arrive as those)
+INTEGERS = (torch.int8, torch.int16, torch.int32, torch.int64, torch.uint8)
+FLOAT32_MAX = float(torch.finfo(torch.float32).max)
+
+
+def split_sizes(n: int, train: float, val: float) -> tuple[int, int, int]:
+    """(train, val, test) node counts of a split rule on ``n`` nodes (synthetic.py's rounding)."""
+    n_train, n_val = int(round(train * n)), int(round(val * n))
+    return n_train, n_val, n - n_train - n_val
+
+
+def classes_of(a: dict) -> int:
+    """The classes a file's labels imply: its ``num_classes``, else the largest label + 1."""
+    k = a.get('num_classes')
+    return int(k) if k is not None else int(a['y'].max()) + 1
+
+
+def file_classes(path) -> int | None:
+    """The classes a graph file's labels imply (``classes_of``), reading its labels alone; None
+    when they are missing or not integers (``check_arrays`` then names the problem)."""
+    a = read_arrays(Path(path), keys=('y', 'num_classes'))
+    y, k = a.get('y'), a.get('num_classes')
+    if not torch.is_tensor(y) or y.dtype not in INTEGERS or not y.numel() or (
+            k is not None and not (torch.is_tensor(k) and k.numel() == 1 and k.dtype in INTEGERS
+                                   or isinstance(k, int) and not isinstance(k, bool))):
+        return None
+    return classes_of(a)
+
+
+def check_arrays(a: dict, name: str, rule: dict) -> None:
+    """Refuse (``GraphFileError``, one line) what no graph or no meaningful run can be: missing
+    features, edges or labels; mismatched shapes or unusable dtypes; no feature column; features
+    that are NaN, inf or beyond float32; edge ids out of range; more classes than nodes; bad or
+    overlapping masks (those only when no split ``rule``, the spec's ``split`` / ``train`` /
+    ``val``, replaces them); an empty train, validation or test set, however it is made."""
     def bad(what):
         raise GraphFileError(f'{name}: {what}')
     for key, v in a.items():
@@ -116,32 +150,48 @@ def check_arrays(a: dict, name: str, rule: bool) -> None:
         if a.get(key) is None:
             bad(f'has no {what} ({key})')
     x, ei, y = a['x'], a['edge_index'], a['y']
-    if x.dim() != 2 or x.dtype == torch.bool or x.is_complex():
+    if x.dim() != 2 or x.dtype == torch.bool or x.is_complex() or not (
+            x.is_floating_point() or x.dtype in INTEGERS):
         bad(f'features (x) must be numbers [N, F], got {x.dtype} {list(x.shape)}')
     n = x.size(0)
     if n == 0:
         bad('the graph has no nodes (x has 0 rows)')
+    if x.size(1) == 0:
+        bad('the features (x) have 0 columns: a node needs at least one feature '
+            '(for a graph without features, save a column of ones)')
     if y.reshape(-1).shape != (n,) or y.dim() > 2:
         bad(f'labels (y) have shape {list(y.shape)}, x has {n} rows: need y [N] or [N, 1]')
-    if y.is_floating_point() or y.dtype == torch.bool or y.is_complex():
+    if y.dtype not in INTEGERS:
         bad(f'labels (y) must be integers, got {y.dtype}')
     if int(y.min()) < 0:
         bad(f'labels (y) must be >= 0, found {int(y.min())}')
-    if ei.dim() != 2 or ei.size(0) != 2 or ei.is_floating_point() or ei.dtype == torch.bool:
+    if ei.dim() != 2 or ei.size(0) != 2 or ei.dtype not in INTEGERS:
         bad(f'edge_index must be integers [2, E], got {ei.dtype} {list(ei.shape)}')
     if ei.numel() and not 0 <= int(ei.min()) <= int(ei.max()) < n:
         out = int(ei.min()) if int(ei.min()) < 0 else int(ei.max())
         bad(f'edge_index holds node id {out}, outside 0..{n - 1} (x has {n} rows)')
-    if not torch.isfinite(x.coalesce().values() if x.is_sparse else x).all():
+    values = x.coalesce().values() if x.is_sparse else x
+    if values.is_floating_point() and not torch.isfinite(values).all():
         bad('features (x) hold NaN or inf')
+    if values.numel() and values.is_floating_point() and values.dtype.itemsize > 4 and \
+            float(values.abs().max()) > FLOAT32_MAX:
+        bad(f'features (x) hold {float(values.abs().max()):.3g}, beyond float32 '
+            f'(|x| <= {FLOAT32_MAX:.3g}): scale them')
     k = a.get('num_classes')
-    if k is not None and not ((isinstance(k, int) or torch.is_tensor(k) and k.numel() == 1 and
-                               not k.is_floating_point()) and int(k) > int(y.max())):
+    if k is not None and not ((isinstance(k, int) and not isinstance(k, bool) or torch.is_tensor(k)
+                               and k.numel() == 1 and k.dtype in INTEGERS) and int(k) > int(y.max())):
         bad(f'num_classes {k.tolist() if torch.is_tensor(k) else k!r} is not an integer above '
             f'the largest label ({int(y.max())})')
-    given = [m for m in MASKS if a.get(m) is not None]
+    if classes_of(a) > n:
+        said = f'num_classes {int(k)}' if k is not None else f'the largest label {int(y.max())}'
+        bad(f'{said} implies {classes_of(a):,} classes, more than the {n:,} nodes: labels must '
+            'be class ids 0..C-1')
     if rule:
+        sizes = split_sizes(n, rule.get('train', 0.6), rule.get('val', 0.2))
+        _nonempty(sizes, f"the split rule ({rule.get('train', 0.6):g} / {rule.get('val', 0.2):g} "
+                  f"of {n} nodes)", bad)
         return
+    given = [m for m in MASKS if a.get(m) is not None]
     if len(given) < 3:
         bad((f'has {", ".join(given)} but not ' if given else 'has no ') + ', '.join(
             m for m in MASKS if m not in given) + ': give all three masks or a split rule, '
@@ -149,10 +199,21 @@ def check_arrays(a: dict, name: str, rule: bool) -> None:
     for m in MASKS:
         if a[m].reshape(-1).shape != (n,) or a[m].dim() > 2:
             bad(f'{m} has shape {list(a[m].shape)}, x has {n} rows: need {m} [N]')
-        if a[m].is_floating_point() or a[m].is_complex() or not 0 <= int(a[m].min()) <= \
-                int(a[m].max()) <= 1:
+        if not (a[m].dtype == torch.bool or a[m].dtype in INTEGERS and
+                0 <= int(a[m].min()) <= int(a[m].max()) <= 1):
             bad(f'{m} must be bool (or 0 / 1), got {a[m].dtype}')
     for i, first in enumerate(MASKS):
         for second in MASKS[i + 1:]:
             if both := int((a[first].reshape(-1).bool() & a[second].reshape(-1).bool()).sum()):
                 bad(f'{first} and {second} overlap ({both} nodes are in both)')
+    _nonempty([int(a[m].reshape(-1).bool().sum()) for m in MASKS], "the file's masks", bad)
+
+
+def _nonempty(sizes, how: str, bad) -> None:
+    """An empty train, validation or test set gives a run that means nothing (accuracy 0 of 0)."""
+    empty = [s for s, c in zip(('train', 'validation', 'test'), sizes) if c == 0]
+    if empty:
+        bad(f"{how} leave{'s' if how.startswith('the split') else ''} the "
+            f"{' and '.join([', '.join(empty[:-1]), empty[-1]] if len(empty) > 1 else empty)} "
+            f"set{'s' if len(empty) > 1 else ''} empty "
+            f"(train / val / test: {' / '.join(map(str, sizes))} nodes)")

@@ -16,7 +16,7 @@ import torch
 
 from ..errors import UsageError
 from .graph import Graph
-from .graph_file import file_sizes
+from .graph_file import file_classes, file_sizes
 from .part_file import check_assignment, read_assignment
 from .registry import SIZES, DatasetError, DatasetInfo, parse_spec
 from .user_graph import check_file
@@ -31,36 +31,59 @@ def dataset_size(info: DatasetInfo, opts: dict) -> tuple:
     return file_sizes(opts['path']) if info.kind == 'file' else SIZES[info.name]
 
 
-def memory_estimate(spec: str) -> int:
+def dataset_classes(info: DatasetInfo, opts: dict) -> int | None:
+    """The classes of a parsed spec (a file's: read from its labels alone; None when they are not
+    integer labels, which ``check_file`` then names)."""
+    if info.kind == 'synthetic':
+        return opts.get('classes', 8)  # make_synthetic's default
+    return file_classes(opts['path']) if info.kind == 'file' else info.classes
+
+
+def memory_estimate(spec: str, model: tuple[int, int] | None = None) -> int:
     """Bytes a load of ``spec`` needs at its peak, roughly: dense float32 features, labels and
     masks, plus 16 bytes per directed edge (two int64 ids) times 3 for the copies made while the
-    edges are symmetrised, deduplicated and partitioned. Raises DatasetError on a bad spec."""
-    nodes, edges, feats = dataset_size(*parse_spec(spec))
-    return int(nodes * (feats * 4 + 8 + 3) + edges * 16 * 3)
+    edges are symmetrised, deduplicated and partitioned. With ``model`` = (hidden width, layers),
+    also the training's tensors: every layer's output over all nodes (the last one C wide, C the
+    classes the labels imply), each 3 times (the output, its gradient and what autograd keeps),
+    and the weights 4 times (themselves, their gradients, Adam's two moments).
+    Raises DatasetError on a bad spec."""
+    info, opts = parse_spec(spec)
+    nodes, edges, feats = dataset_size(info, opts)
+    need = int(nodes * (feats * 4 + 8 + 3) + edges * 16 * 3)
+    if model is None:
+        return need
+    hidden, layers = model
+    classes = dataset_classes(info, opts) or 1
+    widths = [feats, *[hidden] * (layers - 1), classes]
+    weights = sum(a * b + b for a, b in zip(widths, widths[1:]))
+    return need + int(nodes * sum(widths[1:]) * 4 * 3 + weights * 4 * 4)
 
 
 def _human(n: float) -> str:
-    for unit in ('B', 'KiB', 'MiB', 'GiB', 'TiB', 'PiB'):
-        if n < 1024 or unit == 'PiB':
+    for unit in ('B', 'KiB', 'MiB', 'GiB', 'TiB', 'PiB', 'EiB'):
+        if n < 1024 or unit == 'EiB':
             return f'{n:.1f} {unit}' if n < 10 else f'{n:.0f} {unit}'
         n /= 1024
 
 
-def check_memory(spec: str) -> None:
-    """Refuse (DatasetError, one line with the estimate) a dataset this machine cannot hold, before
-    generating or loading anything."""
+def check_memory(spec: str, model: tuple[int, int] | None = None) -> None:
+    """Refuse (DatasetError, one line with the estimate) a dataset this machine cannot hold (with
+    ``model``: a run of that model on it), before generating or loading anything."""
     import psutil
-    need, have = memory_estimate(spec), psutil.virtual_memory().available
+    need, have = memory_estimate(spec, model), psutil.virtual_memory().available
     if need > have:
-        raise DatasetError(f'{str(spec).strip()} needs about {_human(need)} of memory, this machine '
+        what = f'{str(spec).strip()}' + ('' if model is None else
+                                         f' (hidden {model[0]}, {model[1]} layers)')
+        raise DatasetError(f'{what} needs about {_human(need)} of memory, this machine '
                            f'has {_human(have)} available')
 
 
 def check_request(spec: str, parts: int | None = None, flag: str = '--parts',
-                  partition_file: str | None = None) -> None:
+                  partition_file: str | None = None, model: tuple[int, int] | None = None) -> None:
     """A dataset name or option the registry rejects, more parts than nodes, a bad graph file or
-    a bad partition file is a usage error (2); a dataset this machine cannot hold is refused with
-    the memory estimate (1): before anything is generated, read whole or written."""
+    a bad partition file is a usage error (2); a dataset this machine cannot hold (a run of
+    ``model`` = (hidden, layers) on it, when given) is refused with the memory estimate (1):
+    before anything is generated, read whole or written."""
     try:
         info, opts = parse_spec(spec)
     except DatasetError as e:
@@ -68,7 +91,9 @@ def check_request(spec: str, parts: int | None = None, flag: str = '--parts',
     nodes = dataset_size(info, opts)[0]
     if parts is not None and not 1 <= parts <= nodes:
         raise UsageError(f'{flag} must be between 1 and the number of nodes ({nodes}), got {parts}')
-    check_memory(spec)
+    if info.kind == 'file' and (dataset_classes(info, opts) or 0) > nodes:
+        check_file(opts)  # the labels alone, before the memory estimate they would blow up
+    check_memory(spec, model)
     if info.kind == 'file':  # read whole once here: a bad file is refused before a cache exists
         check_file(opts)
     if partition_file is not None:

@@ -26,6 +26,8 @@ def read_assignment(path) -> Tensor:
     """The part id of every node. Shape ``[N]``, int64. ``PartitionError`` (one line) for a file
     that is missing, unreadable or not a 1-D integer sequence."""
     p, name = Path(path), f'--partition-file {path}'
+    if p.is_dir():
+        raise PartitionError(f'{name} is a directory, not a partition file')
     if not p.is_file():
         raise PartitionError(f'{name}: no such file')
     try:

@@ -29,7 +29,7 @@ FILE_ROWS = [('file:PATH', 'your graph: a torch_geometric Data saved with torch.
 def check_file(opts: dict) -> dict:
     """Read and check the file of ``file:PATH`` (``opts`` from ``parse_spec``); its arrays."""
     arrays = read_arrays(Path(opts['path']))
-    check_arrays(arrays, f"file:{opts['path']}", any(k in opts for k in RULE))
+    check_arrays(arrays, f"file:{opts['path']}", {k: v for k, v in opts.items() if k in RULE})
     return arrays
 
 

@@ -3,10 +3,12 @@
 ``DIGEST_EPOCH_HOOK=digest.runtime.faults:inject`` makes every worker call ``inject(epoch, rank)``
 at the start of each training step; it is inert unless ``DIGEST_FAULT`` names a fault::
 
-    DIGEST_FAULT=ACTION,rank=R[,epoch=E | ,from=E][,delay=F][,after=FILE]
+    DIGEST_FAULT=ACTION,rank=R[,epoch=E | ,from=E][,delay=F][,seconds=S][,after=FILE]
 
-- ``ACTION``: ``kill`` (SIGKILL), ``stop`` (SIGSTOP: alive, answering no one) or ``raise`` (a
-  RuntimeError in the training loop).
+- ``ACTION``: ``kill`` (SIGKILL), ``stop`` (SIGSTOP: alive, answering no one), ``raise`` (a
+  RuntimeError in the training loop) or ``cut`` (behind ``--emulate-network`` only: the rank takes
+  its own link down, its end of the veth in its namespace, as a failing cable or an operator
+  would; for good, or for ``seconds=S`` and then up again).
 - ``rank=R``: the rank that acts; ``rank=group`` with ``kill``: rank 0 SIGKILLs its whole process
   group, the launcher included.
 - ``epoch=E``: at the start of step E; ``from=E``: at the first step from E on (default 0).
@@ -27,7 +29,7 @@ import time
 
 ENV = "DIGEST_FAULT"
 HOOK = "digest.runtime.faults:inject"
-ACTIONS = ("kill", "stop", "raise")
+ACTIONS = ("kill", "stop", "raise", "cut")
 _last: list[float] = []  # the previous step's start, for delay=
 
 
@@ -41,9 +43,10 @@ def parse(spec: str) -> dict:
     out: dict = {"action": action}
     for pair in pairs:
         key, _, value = pair.partition("=")
-        if key not in ("rank", "epoch", "from", "delay"):
+        if key not in ("rank", "epoch", "from", "delay", "seconds"):
             raise ValueError(f"{ENV}: unknown key {key!r} in {spec!r}")
-        out[key] = value if key == "rank" else float(value) if key == "delay" else int(value)
+        out[key] = value if key == "rank" else float(value) if key in ("delay", "seconds") \
+            else int(value)
     if after:
         out["after"] = after
     if "delay" in out and action == "raise":
@@ -52,6 +55,8 @@ def parse(spec: str) -> dict:
         raise ValueError(f"{ENV}: {spec!r} names no rank= (a rank, or group)")
     if out["rank"] == "group" and action != "kill":
         raise ValueError(f"{ENV}: rank=group needs kill")
+    if "seconds" in out and (action != "cut" or not out["seconds"] > 0):
+        raise ValueError(f"{ENV}: seconds= goes with cut, and is > 0")
     return out
 
 
@@ -67,9 +72,25 @@ def due(fault: dict, epoch: int, rank: int) -> bool:
     return "after" not in fault or os.path.exists(fault["after"])
 
 
-def _act(action: str, group: bool, epoch: int, rank: int) -> None:
+def _cut(seconds: float | None) -> None:
+    """Take this rank's emulated link down (for ``seconds``, or for good) from inside its network
+    namespace: a detached shell, so that the link comes back up on time whatever this process is
+    doing (blocked in a collective that the cut holds up)."""
+    import subprocess
+    from .netem import DEV, SPEC_ENV
+    if not os.environ.get(SPEC_ENV):
+        raise RuntimeError(f"{ENV}=cut needs an emulated link (--emulate-network)")
+    script = f"ip link set {DEV} down" + (f"; sleep {seconds}; ip link set {DEV} up"
+                                          if seconds else "")
+    subprocess.Popen(["sh", "-c", script], start_new_session=True, stdin=subprocess.DEVNULL,
+                     stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+
+def _act(action: str, group: bool, epoch: int, rank: int, seconds: float | None = None) -> None:
     if action == "raise":
         raise RuntimeError(f"injected failure in rank {rank} at epoch {epoch}")
+    if action == "cut":
+        return _cut(seconds)
     if group:
         os.killpg(0, signal.SIGKILL)
     os.kill(os.getpid(), signal.SIGKILL if action == "kill" else signal.SIGSTOP)
@@ -88,8 +109,9 @@ def inject(epoch: int, rank: int) -> None:
         return
     os.environ.pop(ENV)  # once
     group = fault["rank"] == "group"
+    act = (fault["action"], group, epoch, rank, fault.get("seconds"))
     if "delay" not in fault:
-        return _act(fault["action"], group, epoch, rank)
-    timer = threading.Timer(fault["delay"] * step_s, _act, (fault["action"], group, epoch, rank))
+        return _act(*act)
+    timer = threading.Timer(fault["delay"] * step_s, _act, act)
     timer.daemon = True
     timer.start()

@@ -174,8 +174,12 @@ def _guarded(inherited, fn, args: tuple):
         raise SystemExit(1) from None
 
 
-def _describe(rank: int, failure, stopped: set) -> str:
-    if rank in stopped:
+def _describe(rank: int, failure, watch: unresponsive.Watch) -> str:
+    if rank in watch.ended:
+        return (f"rank {rank} (stopped answering: its process stayed stopped for "
+                f"{watch.ended[rank]:.0f} s, not running; {unresponsive.GRACE_ENV}=off lets a "
+                "paused worker be)")
+    if rank in watch.stopped:
         return f"rank {rank} (stopped answering: its process was stopped, not running)"
     if failure.exitcode < 0:
         return f"rank {rank} (killed by signal {failure.signal_name()})"
@@ -243,7 +247,7 @@ def launch_all(fn, args: tuple, nprocs: int, monitor_interval: float = 0.5,
         # the peers' timeouts may be all the agent saw: the stopped ranks caused them
         failures.update({r: None for r in watch.stopped if r not in failures})
         order = sorted(failures, key=lambda r: (r not in watch.stopped, r))  # the cause first
-        lost = "lost worker " + ", ".join(_describe(r, failures[r], watch.stopped) for r in order)
+        lost = "lost worker " + ", ".join(_describe(r, failures[r], watch) for r in order)
     except SignalException as e:  # the launcher itself got a signal: workers are stopped
         if e.sigval == signal.SIGINT:
             raise KeyboardInterrupt from None  # Ctrl-C: "interrupted", status 130

@@ -5,8 +5,12 @@ Their peers' collectives time out (``--timeout``) and exit as "a peer stopped an
 (launch.PEER_LOST): on their own those exits name the survivors, not the silent rank, and
 torch.distributed.elastic then waits 30 s for the stopped process to honour a SIGTERM it cannot
 receive. So each worker records its pid under its rank (``register``); the launcher's ``Watch``
-thread notes every rank whose process is stopped and, once another rank has exited, SIGKILLs the
-stopped ones (the run is over: nothing they hold can be saved) and names them."""
+thread notes every rank whose process is stopped and SIGKILLs it (the run is over: nothing it
+holds can be saved), so that the launcher names it, once another rank has exited or once it has
+stayed stopped for ``DIGEST_STOPPED_GRACE_S`` seconds (``GRACE_S`` by default), whichever comes
+first: a stopped worker ends the run after the grace, not after the collective timeout (300 s by
+default). ``DIGEST_STOPPED_GRACE_S=off`` keeps a worker that you paused under a debugger (or
+stopped on purpose) alive for as long as its peers' ``--timeout`` allows."""
 from __future__ import annotations
 
 import os
@@ -14,10 +18,38 @@ import shutil
 import signal
 import tempfile
 import threading
+import time
 from pathlib import Path
+
+from ..errors import UsageError
 
 _DIR = "DIGEST_PID_DIR"
 _PREFIX = "digest-pids-"
+GRACE_ENV = "DIGEST_STOPPED_GRACE_S"
+# How long a worker may stay stopped before the run ends naming it. Long enough for a deliberate
+# pause of a few seconds (a SIGSTOP / SIGCONT, a look at it with a debugger), short against the
+# collective timeout; every training step here is far below it, so a running worker never looks
+# stopped that long (it is only stopped while it is stopped).
+GRACE_S = 30.0
+# A process is stopped (SIGSTOP, Ctrl-Z) or held by a debugger at a breakpoint (ptrace)
+_STOPPED = ("stopped", "tracing-stop")
+
+
+def grace_from_env() -> float | None:
+    """``DIGEST_STOPPED_GRACE_S``: seconds (> 0), or ``off`` (never end the run for a stopped
+    worker: its peers' ``--timeout`` still does); ``GRACE_S`` when unset. UsageError otherwise."""
+    text = os.environ.get(GRACE_ENV, "").strip().lower()
+    if not text:
+        return GRACE_S
+    if text in ("off", "none", "never"):
+        return None
+    try:
+        value = float(text)
+    except ValueError:
+        value = float("nan")
+    if not value > 0 or value == float("inf"):
+        raise UsageError(f"{GRACE_ENV}={text!r}: give seconds > 0, or off")
+    return value
 
 
 def register() -> None:
@@ -38,14 +70,23 @@ def _sweep() -> None:
 
 
 class Watch(threading.Thread):
-    """``with Watch() as w: launch(..., env=w.env)``; ``w.stopped``: the ranks found stopped."""
+    """``with Watch() as w: launch(..., env=w.env)``; ``w.stopped``: the ranks found stopped;
+    ``w.ended``: {rank: seconds} of those ended because they stayed stopped ``grace`` seconds.
 
-    def __init__(self, interval: float = 0.5):
+    Args:
+        interval: seconds between two looks at the workers' states.
+        grace: seconds a rank may stay stopped (None: no limit); ``grace_from_env()`` when not
+            given."""
+
+    def __init__(self, interval: float = 0.5, grace: float | None | str = "env"):
         super().__init__(daemon=True, name="digest-unresponsive")
+        self.grace = grace_from_env() if grace == "env" else grace
         _sweep()
         self.dir = tempfile.mkdtemp(prefix=f"{_PREFIX}{os.getpid()}-")
         self.env = {_DIR: self.dir}
         self.stopped: set[int] = set()
+        self.ended: dict[int, float] = {}
+        self._killed: set[int] = set()
         self.interval, self._done = interval, threading.Event()
 
     def __enter__(self) -> "Watch":
@@ -73,14 +114,27 @@ class Watch(threading.Thread):
 
     def run(self) -> None:
         import psutil
+        since: dict[int, float] = {}  # rank -> when it was first seen stopped, this time
+        last = time.monotonic()
         while not self._done.wait(self.interval):
+            now = time.monotonic()
+            if now - last > 4 * self.interval + 1:  # this launcher was itself stopped (Ctrl-Z):
+                since.clear()                        # its workers' stop was no one's failure
+            last = now
             procs = self._processes()
-            self.stopped |= {r for r, (_, s) in procs.items() if s == psutil.STATUS_STOPPED}
-            if any(s in (psutil.STATUS_DEAD, psutil.STATUS_ZOMBIE) for _, s in procs.values()):
-                for rank in self.stopped:
-                    p = procs.get(rank, (None, None))[0]
-                    try:
-                        if p is not None:
-                            p.send_signal(signal.SIGKILL)
-                    except psutil.Error:  # gone meanwhile
-                        pass
+            stopped = {r for r, (_, s) in procs.items() if s in _STOPPED}
+            since = {r: since.get(r, now) for r in stopped}
+            overdue = {r for r, t in since.items()
+                       if self.grace is not None and now - t >= self.grace}
+            peer_gone = any(s in (psutil.STATUS_DEAD, psutil.STATUS_ZOMBIE)
+                            for _, s in procs.values())
+            for rank in (stopped if peer_gone else overdue):
+                if rank in overdue and rank not in self.ended:
+                    self.ended[rank] = now - since[rank]
+                try:
+                    procs[rank][0].send_signal(signal.SIGKILL)
+                    self._killed.add(rank)
+                except psutil.Error:  # gone meanwhile
+                    pass
+            # stopped now, or killed while stopped (a rank that was stopped and resumed is not)
+            self.stopped = stopped | self._killed

@@ -5,13 +5,14 @@ from __future__ import annotations
 
 from datetime import datetime, timezone
 
-from ..running.campaign import ACC_TOL, DATASET, EPOCHS, EVERY, ROOT, WORKERS, passed
+from ..running.campaign import (ACC_TOL, DATASET, EPOCHS, EVERY, FLAP_S, ROOT, WORKERS, passed)
 
 
 COLUMNS = {  # the report's per-method table: header -> how a trial counts in it
-    "faults hit": lambda r: r["killed_rc"] != 0 and "checkpoint_epoch" in r,
+    "faults hit": lambda r: r["killed_rc"] != 0 and "checkpoint_epoch" in r or
+    r.get("fault") == "flap" and r["killed_rc"] == 0,
     "one-line error": lambda r: r["killed_rc"] == 1 and r["killed_lines"] == 1,
-    "names the killed rank": lambda r: r["names_rank"],
+    "names the rank": lambda r: r["names_rank"],
     "no result left": lambda r: not r["result_left"],
     "damaged set refused": lambda r: r.get("damaged_refused", False),
     "resumed": lambda r: r.get("resume_rc") == 0,
@@ -24,8 +25,19 @@ COLUMNS = {  # the report's per-method table: header -> how a trial counts in it
 
 
 
+LINK_FAULTS = (  # what the report says of the faults beside the SIGKILL, where trials had them
+    "Behind emulated links ({network}: digest/runtime/netem.py, `--emulate-network {network}`), "
+    "the fault may also be a SIGSTOP of the rank (`stop`: the launcher ends the run once the rank "
+    "has stayed stopped for DIGEST_STOPPED_GRACE_S, 30 s, and names it), its link cut for good "
+    "(`cut`: its end of its veth taken down inside its namespace; the collective timeout, "
+    "`--timeout 30`, ends the run and the line names the rank whose link was down), each then "
+    "checked as a kill is, or its link cut for {flap} s (`flap`, at the start of step `epoch`): "
+    "the run must ride it out, every metrics.csv row identical to the uninterrupted run's (also "
+    "behind the link), no resume. `seconds`: how long the faulted run took.")
+
+
 def report(trials: list[dict], command: str, seconds: float,
-           table: str = "results/reliability/trials.csv") -> str:
+           table: str = "results/reliability/trials.csv", network: str | None = None) -> str:
     from digest.training.metrics import git_commit, machine, versions
     m = machine(WORKERS, WORKERS, 1)
     lines = [
@@ -49,19 +61,23 @@ def report(trials: list[dict], command: str, seconds: float,
         "uninterrupted run's. Processes left: any process of the run alive 5 s after it ended "
         "(then killed); namespaces left: network namespaces created during a trial and still "
         "there when the campaign ended; temp files: `*.tmp` or progress.csv in the finished run.",
-        "",
-        "| method | trials | " + " | ".join(COLUMNS) + " |",
-        "|---|---:|" + "---:|" * len(COLUMNS)]
-    for method in dict.fromkeys(r["method"] for r in trials):
-        mine = [r for r in trials if r["method"] == method]
-        lines.append(f"| {method} | {len(mine)} | "
+        ""]
+    faults = list(dict.fromkeys(r.get("fault", "kill") for r in trials))
+    if faults != ["kill"]:
+        lines += [LINK_FAULTS.format(network=network or "loopback", flap=FLAP_S), ""]
+    lines += ["| method | fault | trials | " + " | ".join(COLUMNS) + " |",
+              "|---|---|---:|" + "---:|" * len(COLUMNS)]
+    for method, fault in dict.fromkeys((r["method"], r.get("fault", "kill")) for r in trials):
+        mine = [r for r in trials if r["method"] == method and r.get("fault", "kill") == fault]
+        lines.append(f"| {method} | {fault} | {len(mine)} | "
                      + " | ".join(str(sum(int(f(r)) for r in mine)) for f in COLUMNS.values())
                      + " |")
     failed = [r for r in trials if not passed(r)]
     lines += ["", f"{len(trials) - len(failed)} of {len(trials)} trials passed every check."]
     if failed:
         lines += ["", "Trials that did not:", ""] + [
-            f"- {r['method']} trial {r['trial']} (rank {r['rank']}, step {r['epoch']}): "
+            f"- {r['method']} trial {r['trial']} ({r.get('fault', 'kill')}, rank {r['rank']}, "
+            f"step {r['epoch']}): "
             f"{r['verdict']}; killed run: exit {r['killed_rc']}, `{r['error']}`"
             for r in failed]
     return "\n".join(lines) + "\n"

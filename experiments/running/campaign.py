@@ -2,7 +2,9 @@
 results/reliability/README.md): a run killed by a SIGKILL of a random rank at a random moment of a
 random epoch after the first checkpoint, then ``--resume``; the resumed run checked against the
 method's uninterrupted run, and the trial's committed checkpoint, damaged in a copy, refused in one
-line.
+line. Behind emulated links (``--network``; results/reliability_links/README.md) the fault may
+also be a SIGSTOP or the rank's link cut for good, each then resumed the same way, or its link
+cut for a few seconds, which the run must ride out with the uninterrupted run's rows (``FAULTS``).
 
 A trial, as a user meets it: the command runs as a real ``python -m digest train`` (2 workers,
 ``experiments/running/watch.py`` watching every process it starts). The fault is
@@ -54,13 +56,25 @@ def asynchronous(method: str) -> bool:
     return get(method).trainer is not None
 
 
-def train_args(method: str, out: Path) -> list:
+# The campaign's faults (``--faults``), each at a random rank, step (after the first checkpoint) and
+# moment of it: a SIGKILL; a SIGSTOP (the launcher's grace, digest/runtime/unresponsive.py, ends
+# the run); the rank's emulated link cut for good (the collective timeout ends it) or for FLAP_S
+# seconds (ridden out: no resume). The last three behind ``--network`` (emulated links).
+FAULTS = ("kill", "stop", "cut", "flap")
+FLAP_S = 5
+NAMED = {"kill": "rank {rank} (killed by signal SIGKILL)",  # what the one line must say
+         "stop": "rank {rank} (stopped answering",
+         "cut": "; the emulated link of rank {rank} was down"}
+
+
+def train_args(method: str, out: Path, network: str | None = None) -> list:
     from digest.methods import methods_with_option
     stale = ["--sync-interval", 3] if method in methods_with_option("sync_interval") else []
     # DIGEST-A evaluates snapshots of the server's parameters after the run: every 5th epoch
     return ["train", "--dataset", DATASET, "--method", method, "--workers", WORKERS, "--hidden",
             16, "--dropout", 0, "--epochs", EPOCHS, "--checkpoint-every", EVERY, "--eval-every",
-            5 if asynchronous(method) else 1, *stale, "--timeout", 30, "--no-progress", "--out", out]
+            5 if asynchronous(method) else 1, *stale, "--timeout", 30, "--no-progress", "--out", out,
+            *(["--emulate-network", network] if network else [])]
 
 
 def environment(data: Path, fault: str | None = None) -> dict:
@@ -133,20 +147,32 @@ def compare(method: str, out: Path, ref: Path) -> str:
     return f"{', '.join(far)} accuracy off by more than {ACC_TOL}" if far else ""
 
 
-def trial(method: str, i: int, rng: random.Random, ref: Path, work: Path, data: Path) -> dict:
+def trial(method: str, i: int, rng: random.Random, ref: Path, work: Path, data: Path,
+          fault: str = "kill", network: str | None = None) -> dict:
     out = work / method / f"trial{i}"
     shutil.rmtree(out, ignore_errors=True)
     rank, epoch, fraction = rng.randrange(WORKERS), rng.randrange(EVERY, EPOCHS - 4), rng.random()
-    row = {"method": method, "trial": i, "rank": rank, "epoch": epoch,
+    row = {"method": method, "fault": fault, "trial": i, "rank": rank, "epoch": epoch,
            "fraction": round(fraction, 3)}
     before = namespaces()
     committed = out / "checkpoint" / "config.json"
-    hit = digest(train_args(method, out), work,
-                 environment(data, f"kill,rank={rank},from={epoch},delay={fraction:.3f},after={committed}"))
+    spec = (f"cut,rank={rank},from={epoch},seconds={FLAP_S}" if fault == "flap" else
+            f"{fault},rank={rank},from={epoch},delay={fraction:.3f},after={committed}")
+    hit = digest(train_args(method, out, network), work, environment(data, spec))
     lines = hit.lines
     row.update(killed_rc=hit.rc, killed_lines=len(lines), error=lines[-1] if lines else "",
-               names_rank=bool(lines) and f"rank {rank} (killed by signal SIGKILL)" in lines[-1],
+               seconds=round(hit.seconds, 1),
+               names_rank=bool(lines) and NAMED.get(fault, "-").format(rank=rank) in lines[-1],
                result_left=(out / "summary.json").exists() or (out / "metrics.csv").exists())
+    if fault == "flap":  # ridden out: the run itself must equal the uninterrupted one
+        row.update(survivors=len(hit.survivors), namespaces_new=" ".join(sorted(
+            namespaces() - before)))
+        if hit.rc != 0:
+            return {**row, "verdict": "the run failed: " + row["error"]}
+        row["temp_left"] = len(list(out.rglob("*.tmp"))) + (out / "progress.csv").exists()
+        row["verdict"] = compare(method, out, ref) or ("identical" if not asynchronous(method)
+                                                        else "within tolerance")
+        return row
     if hit.rc == 0 or not committed.exists():
         return {**row, "verdict": "fault missed: the run ended first" if hit.rc == 0 else
                 "no committed checkpoint", "survivors": len(hit.survivors)}
@@ -185,7 +211,12 @@ def trial(method: str, i: int, rng: random.Random, ref: Path, work: Path, data: 
 
 def passed(row: dict) -> bool:
     """Everything a trial must show (the module docstring's list)."""
+    if row.get("fault") == "flap":
+        return (row["verdict"] in ("identical", "within tolerance") and row["killed_rc"] == 0
+                and row["survivors"] == 0 and row.get("namespaces_left", 0) == 0
+                and row.get("temp_left") == 0)
     return (row["verdict"] in ("identical", "within tolerance") and row["killed_rc"] == 1
+            and row.get("names_rank", True)
             and row["killed_lines"] == 1 and row["error"].startswith("error: lost worker")
             and not row["result_left"] and row.get("damaged_refused") is True
             and row["survivors"] == 0 and row.get("namespaces_left", 0) == 0

@@ -53,6 +53,9 @@ BAD_INPUT = [
     (["train", "--dataset", "synthetic:nodes=10", "--workers", "11"], 2,
      "--workers must be between 1 and the number of nodes (10), got 11"),
     (["train", "--dataset", "synthetic:nodes=2000000000"], 1,
+     "synthetic:nodes=2000000000 (hidden 256, 3 layers) needs about 13 TiB of memory, this "
+     "machine has "),
+    (["partition", "--dataset", "synthetic:nodes=2000000000", "--parts", "2"], 1,
      "synthetic:nodes=2000000000 needs about 1.4 TiB of memory, this machine has "),
     (["train", "--resume", "nowhere"], 1, "no checkpoint to resume from: nowhere/checkpoint"),
 ]

@@ -171,3 +171,20 @@ def test_a_worker_that_stops_answering_ends_the_run_naming_it(tmp_path, data):
         "error: lost worker rank 1 (stopped answering: its process was stopped, not running), "
         "rank 0 (a collective failed: a peer stopped answering)"), hit.stderr[-3000:]
     assert_no_result(run)
+
+
+def test_a_worker_stopped_past_the_grace_ends_the_run_before_the_timeout(tmp_path, data):
+    """Rank 1 SIGSTOPped with --timeout 60 and a grace of 3 s (DIGEST_STOPPED_GRACE_S): the
+    launcher ends the run once rank 1 has been stopped for 3 s, naming it and how long, well
+    before any collective timed out; nothing is left running, no result."""
+    run = tmp_path / "run"
+    args = ["train", "--dataset", DATASET, "--method", "exact", "--workers", 2, "--hidden", 16,
+            "--epochs", EPOCHS, "--timeout", 60, "--no-progress", "--out", run]
+    hit = cli(args, data, tmp_path, env={"DIGEST_FAULT": f"stop,rank=1,epoch={FAULT_EPOCH}",
+                                         "DIGEST_STOPPED_GRACE_S": "3"})
+    assert hit.rc == 1 and hit.survivors == [], (hit.rc, hit.survivors, hit.stderr[-3000:])
+    assert "Traceback" not in hit.stderr and hit.lines[-1].startswith(
+        "error: lost worker rank 1 (stopped answering: its process stayed stopped for 3 s"), \
+        hit.stderr[-3000:]
+    assert hit.seconds < 50, hit.seconds  # the grace, not the 60 s timeout, ended it
+    assert_no_result(run)

@@ -87,7 +87,41 @@ def test_report_counts_each_check_per_method_and_lists_failures():
     text = report([GOOD, missed, {**GOOD, "method": "digest"}], "python -m x", 60.0)
     table = {line.split(" | ")[0]: line.split(" | ")[1:] for line in text.splitlines()
              if line.startswith("| ") and "---" not in line}
-    assert table["| exact"][:3] == ["2", "1", "1"]  # trials, faults hit, one-line error
+    assert table["| exact"][:4] == ["kill", "2", "1", "1"]  # trials, faults hit, one-line error
     assert table["| exact"][-1] == "1 |" and table["| digest"][-1] == "1 |"
     assert "2 of 3 trials passed every check." in text
-    assert "- exact trial 1 (rank 1, step 9): fault missed: the run ended first" in text
+    assert "- exact trial 1 (kill, rank 1, step 9): fault missed: the run ended first" in text
+    assert "Behind emulated links" not in text  # kills alone: no word of links
+
+
+FLAP = {"method": "exact", "fault": "flap", "trial": 2, "rank": 0, "epoch": 20,
+        "verdict": "identical", "killed_rc": 0, "killed_lines": 0, "names_rank": False,
+        "error": "", "result_left": True, "survivors": 0, "namespaces_left": 0, "temp_left": 0}
+
+
+@pytest.mark.parametrize("change", [{}, {"verdict": "epoch 3 differs"}, {"killed_rc": 1},
+                                    {"survivors": 1}, {"namespaces_left": 1}, {"temp_left": 1}])
+def test_a_link_cut_for_seconds_passes_when_the_run_rides_it_out_identically(change):
+    assert fc.passed({**FLAP, **change}) is (change == {})
+
+
+def test_a_lost_rank_trial_fails_when_its_line_does_not_name_the_rank():
+    cut = {**GOOD, "fault": "cut", "error": "error: lost worker rank 0 (a collective failed: a "
+           "peer stopped answering); the emulated link of rank 1 was down"}
+    assert fc.passed({**cut, "names_rank": True}) and not fc.passed({**cut, "names_rank": False})
+
+
+def test_report_groups_trials_by_method_and_fault_and_says_what_the_link_faults_are():
+    text = report([GOOD, {**GOOD, "fault": "cut"}, FLAP], "python -m x", 60.0, "t.csv", "50mbit")
+    rows = [line.split(" | ")[:3] for line in text.splitlines() if line.startswith("| exact")]
+    assert rows == [["| exact", "kill", "1"], ["| exact", "cut", "1"], ["| exact", "flap", "1"]]
+    assert "Behind emulated links (50mbit" in text and "3 of 3 trials passed every check." in text
+
+
+def test_the_campaign_refuses_a_link_fault_without_a_link(capsys):
+    from experiments.fault_campaign import main
+    assert main(["--methods", "exact", "--faults", "kill,cut"]) == 2
+    assert capsys.readouterr().err.strip() == \
+        "error: cut and flap need --network (an emulated link to cut)"
+    assert main(["--methods", "exact", "--faults", "explode"]) == 2
+    assert "unknown fault explode" in capsys.readouterr().err

@@ -86,6 +86,14 @@ class OwnRuns:
         self._thread.join()
 
 
+@pytest.fixture(scope="module")
+def namespaces_here():
+    """Skips, with the reason, where network namespaces are not available (for module-scoped
+    fixtures, which run before ``clean``)."""
+    if why_not() is not None:
+        pytest.skip(why_not())
+
+
 @pytest.fixture
 def clean():
     """This test's emulated runs (OwnRuns); afterwards nothing of them is left, once the watchdog

@@ -19,13 +19,17 @@ def test_parse_reads_action_keys_and_a_path_with_commas_last():
     assert parse("kill,rank=group") == {"action": "kill", "rank": "group"}
     assert parse("kill,rank=0,from=2,delay=0.25,after=/a,b/config.json") == {
         "action": "kill", "rank": "0", "from": 2, "delay": 0.25, "after": "/a,b/config.json"}
+    assert parse("cut,rank=1,epoch=5,seconds=2.5") == {"action": "cut", "rank": "1", "epoch": 5,
+                                                       "seconds": 2.5}
 
 
 @pytest.mark.parametrize("spec, words", [("explode,rank=1", "unknown action 'explode'"),
                                          ("kill,rank=1,when=3", "unknown key 'when'"),
                                          ("raise,rank=1,delay=0.5", "delay= needs kill or stop"),
                                          ("stop,rank=group,epoch=2", "rank=group needs kill"),
-                                         ("kill,epoch=2", "names no rank=")])
+                                         ("kill,epoch=2", "names no rank="),
+                                         ("kill,rank=1,seconds=3", "seconds= goes with cut"),
+                                         ("cut,rank=1,seconds=0", "seconds= goes with cut")])
 def test_parse_refuses_what_it_does_not_know(spec, words):
     with pytest.raises(ValueError, match=words):
         parse(spec)
@@ -71,3 +75,8 @@ def test_raise_fails_the_step_with_the_rank_and_epoch():
     got = _steps("raise,rank=1,epoch=4")
     assert got.returncode == 1
     assert "RuntimeError: injected failure in rank 1 at epoch 4" in got.stderr
+
+
+def test_cut_outside_an_emulated_run_says_it_needs_one():
+    got = _steps("cut,rank=1,epoch=4")
+    assert got.returncode == 1 and "cut needs an emulated link (--emulate-network)" in got.stderr

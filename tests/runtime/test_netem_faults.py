@@ -1,6 +1,8 @@
-"""Faults on the emulated wire : a worker's link taken down for
-good ends the run with one line naming it; one back within the timeout lets the run go on. In
-network namespaces, from scratch (slow tier); skipped where namespaces are not available."""
+"""Faults on the emulated wire: a worker's link taken down for good ends the run with one line
+naming it; one back within the timeout lets the run go on, with the uninterrupted run's results.
+Behind 50 Mbit/s links, a link cut for good, a worker stopped and one killed each end the run in
+one line naming the rank, and a resume gives the uninterrupted run's every row. In network
+namespaces, from scratch (slow tier); skipped with the reason where namespaces are not available."""
 from __future__ import annotations
 
 import json
@@ -10,7 +12,7 @@ import time
 
 import pytest
 
-from helpers import cli
+from helpers import cli, metrics_of
 
 pytestmark = pytest.mark.slow
 
@@ -76,3 +78,68 @@ def test_a_link_back_within_the_timeout_lets_the_run_continue(tmp_path, clean):
     assert done.rc == 0 and done.survivors == [], done.stderr[-2000:]
     assert "up" in when, "the run ended before the link came back up"
     assert json.loads((out / "summary.json").read_text())["epochs"] == 1000
+
+
+# -- faults behind a slow link, each followed by a resume equal to an uninterrupted run ----------
+# digest/runtime/faults.py's hook acts at a step after the first committed checkpoint: rank 1
+# SIGKILLed, SIGSTOPped, or its link cut (for good, or for a few seconds: ``cut,...,seconds=S``)
+SLOW = ["--dataset", "synthetic:nodes=300,seed=1", "--workers", 2, "--hidden", 16, "--epochs", 24,
+        "--checkpoint-every", 6, "--emulate-network", "50mbit", "--no-progress"]
+AT = 8  # the fault's first step, with the checkpoint of step 6 committed
+
+
+@pytest.fixture(scope="module")
+def uninterrupted(tmp_path_factory, namespaces_here):
+    """The run every faulted one must equal, behind the same 50 Mbit/s links (its metrics rows
+    and its wall time)."""
+    tmp = tmp_path_factory.mktemp("uninterrupted")
+    done = cli(["train", *SLOW, "--timeout", 60, "--out", tmp / "run"], tmp / "data", tmp,
+               timeout=300)
+    assert done.rc == 0, done.stderr[-2000:]
+    return metrics_of(tmp / "run" / "metrics.csv"), done.seconds
+
+
+def _faulted(tmp_path, fault: str, timeout: float):
+    out = tmp_path / "run"
+    committed = out / "checkpoint" / "config.json"
+    env = {"DIGEST_FAULT": f"{fault},rank=1,from={AT},after={committed}"}
+    done = cli(["train", *SLOW, "--timeout", timeout, "--out", out], tmp_path / "data", tmp_path,
+               env=env, timeout=300)
+    return done, out
+
+
+def _resumes_exactly(tmp_path, out, want) -> None:
+    assert not (out / "summary.json").exists() and list(out.rglob("*.tmp")) == []
+    resumed = cli(["train", "--resume", out, "--no-progress"], tmp_path / "data", tmp_path,
+                  timeout=300)
+    assert resumed.rc == 0 and resumed.survivors == [], resumed.stderr[-2000:]
+    assert metrics_of(out / "metrics.csv") == want
+
+
+def test_behind_a_slow_link_a_link_cut_for_seconds_is_ridden_out_exactly(tmp_path, clean,
+                                                                           uninterrupted):
+    """Rank 1's link down for 4 s (--timeout 20): TCP retransmits, the run finishes with the
+    uninterrupted run's every row."""
+    done, out = _faulted(tmp_path, "cut,seconds=4", 20)
+    assert done.rc == 0 and done.survivors == [], done.stderr[-2000:]
+    assert metrics_of(out / "metrics.csv") == uninterrupted[0]
+
+
+@pytest.mark.parametrize("fault, says, within", [
+    ("cut", "stopped answering); the emulated link of rank 1 was down", 90),  # the collective times out (60 s)
+    ("stop", "rank 1 (stopped answering: its process stayed stopped for 30 s", 90),  # the grace
+    ("kill", "rank 1 (killed by signal SIGKILL)", 30)])  # at once
+def test_behind_a_slow_link_a_lost_rank_ends_the_run_naming_it_then_resume_is_exact(
+        tmp_path, clean, uninterrupted, fault, says, within):
+    """--timeout 60 behind 50 Mbit/s: rank 1's link cut for good, rank 1 stopped, or rank 1
+    killed ends the run in one line naming rank 1, within ``within`` seconds of the fault (the run
+    reached it in less than the uninterrupted run's time); leaves nothing behind; ``--resume``
+    then gives the uninterrupted run's every row."""
+    done, out = _faulted(tmp_path, fault, 60)
+    assert done.rc == 1 and done.survivors == [] and "Traceback" not in done.stderr, \
+        done.stderr[-2000:]
+    line = done.lines[-1]
+    # a cut names the rank whose link was down after the ranks whose collectives failed
+    assert line.startswith("error: lost worker rank ") and says in line, line
+    assert done.seconds < within + uninterrupted[1], (done.seconds, uninterrupted[1])
+    _resumes_exactly(tmp_path, out, uninterrupted[0])

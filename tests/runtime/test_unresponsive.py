@@ -1,5 +1,6 @@
 """digest/runtime/unresponsive.py on plain processes: a stopped rank is noted, and killed once another
-rank has exited; a running one is left alone."""
+rank has exited or once it stayed stopped for the grace; a running one, one resumed within the
+grace, and any with the grace off are left alone."""
 from __future__ import annotations
 
 import signal
@@ -8,18 +9,26 @@ import time
 from pathlib import Path
 
 import psutil
+import pytest
 
-from digest.runtime.unresponsive import Watch
+from digest.errors import UsageError
+from digest.runtime.unresponsive import GRACE_ENV, GRACE_S, Watch, grace_from_env
 
 
 def _sleeper() -> subprocess.Popen:
     return subprocess.Popen(["sleep", "60"])
 
 
+def _until(condition, seconds: float = 10) -> None:
+    deadline = time.monotonic() + seconds
+    while not condition() and time.monotonic() < deadline:
+        time.sleep(0.02)
+
+
 def test_a_stopped_rank_is_named_and_killed_once_a_peer_exits():
     ranks = [_sleeper() for _ in range(3)]
     try:
-        with Watch(interval=0.05) as watch:
+        with Watch(interval=0.05, grace=None) as watch:
             for rank, p in enumerate(ranks):
                 Path(watch.dir, str(rank)).write_text(str(p.pid))
             ranks[1].send_signal(signal.SIGSTOP)
@@ -39,6 +48,78 @@ def test_a_stopped_rank_is_named_and_killed_once_a_peer_exits():
         for p in ranks:
             p.kill()
             p.wait()
+
+
+def test_a_rank_stopped_for_the_grace_is_killed_and_named_without_a_peer_exiting():
+    ranks = [_sleeper() for _ in range(2)]
+    try:
+        with Watch(interval=0.05, grace=0.6) as watch:
+            for rank, p in enumerate(ranks):
+                Path(watch.dir, str(rank)).write_text(str(p.pid))
+            t0 = time.monotonic()
+            ranks[1].send_signal(signal.SIGSTOP)
+            _until(lambda: ranks[1].poll() is not None)
+            waited = time.monotonic() - t0
+        assert ranks[1].returncode == -signal.SIGKILL and 0.6 <= waited < 5, waited
+        assert watch.stopped == {1} and set(watch.ended) == {1} and watch.ended[1] >= 0.6
+        assert ranks[0].poll() is None  # running: left alone
+    finally:
+        for p in ranks:
+            p.kill()
+            p.wait()
+
+
+def test_a_rank_resumed_within_the_grace_is_left_alone_and_not_named():
+    ranks = [_sleeper() for _ in range(2)]
+    try:
+        with Watch(interval=0.05, grace=1.5) as watch:
+            for rank, p in enumerate(ranks):
+                Path(watch.dir, str(rank)).write_text(str(p.pid))
+            ranks[1].send_signal(signal.SIGSTOP)
+            _until(lambda: watch.stopped == {1})
+            assert watch.stopped == {1}
+            ranks[1].send_signal(signal.SIGCONT)  # a short pause (a look with a debugger)
+            _until(lambda: watch.stopped == set())
+            time.sleep(2)  # past the grace: the pause's clock was reset when it resumed
+            assert watch.stopped == set() and watch.ended == {}
+        assert ranks[1].poll() is None
+    finally:
+        for p in ranks:
+            p.kill()
+            p.wait()
+
+
+def test_with_the_grace_off_a_stopped_rank_is_only_noted(monkeypatch):
+    monkeypatch.setenv(GRACE_ENV, "off")
+    ranks = [_sleeper() for _ in range(2)]
+    try:
+        with Watch(interval=0.05) as watch:  # the grace from the environment
+            assert watch.grace is None
+            for rank, p in enumerate(ranks):
+                Path(watch.dir, str(rank)).write_text(str(p.pid))
+            ranks[1].send_signal(signal.SIGSTOP)
+            _until(lambda: watch.stopped == {1})
+            time.sleep(1)
+            assert watch.stopped == {1} and watch.ended == {}
+        assert ranks[1].poll() is None
+    finally:
+        for p in ranks:
+            p.kill()
+            p.wait()
+
+
+@pytest.mark.parametrize("text, want", [("", GRACE_S), ("2.5", 2.5), (" OFF ", None),
+                                        ("never", None)])
+def test_the_grace_from_the_environment(monkeypatch, text, want):
+    monkeypatch.setenv(GRACE_ENV, text)
+    assert grace_from_env() == want
+
+
+@pytest.mark.parametrize("text", ["0", "-1", "soon", "inf", "nan"])
+def test_a_bad_grace_is_a_usage_error_naming_the_variable(monkeypatch, text):
+    monkeypatch.setenv(GRACE_ENV, text)
+    with pytest.raises(UsageError, match=f"^{GRACE_ENV}="):
+        grace_from_env()
 
 
 def test_register_writes_the_pid_under_the_rank(tmp_path, monkeypatch):
