@@ -127,3 +127,39 @@ def test_digest_train_runs_from_python_and_returns_the_summary(saved, tmp_path, 
                    tmp_path / "bad.pt")
         digest.train(dataset=f"file:{tmp_path / 'bad.pt'}", out=str(tmp_path / "bad"))
     assert not (tmp_path / "bad").exists()
+
+
+def _refusable(g, kind: str) -> dict:
+    """``g``'s arrays with one flaw that leaves no meaningful run (issue 80's four files)."""
+    a = {"x": g.x.to_dense() if g.x.is_sparse else g.x, "edge_index": g.edge_index, "y": g.y.clone(),
+         "train_mask": g.train_mask, "val_mask": g.val_mask, "test_mask": g.test_mask}
+    none = torch.zeros_like(g.train_mask)
+    if kind == "zero features":
+        a["x"] = a["x"][:, :0]
+    elif kind == "label 10^9":
+        a["y"][0] = 10 ** 9
+    elif kind == "empty train mask":
+        a["train_mask"] = none
+    else:
+        a.update(train_mask=none, val_mask=none, test_mask=none)
+    return a
+
+
+@pytest.mark.parametrize("kind, says", [
+    ("zero features", "the features (x) have 0 columns"),
+    ("label 10^9", "the largest label 1000000000 implies 1,000,000,001 classes, more than the"),
+    ("empty train mask", "the file's masks leave the train set empty"),
+    ("all masks empty", "the file's masks leave the train, validation and test sets empty")])
+def test_a_graph_file_without_a_meaningful_run_is_refused_in_one_line(kind, says, tmp_path,
+                                                                      capsys):
+    """Each exits 2 in one line before anything is written (before this check, a worker's
+    traceback, a 1 TB allocation or a run reporting accuracy 0 of 0)."""
+    from digest.data import load_dataset
+    from torch_geometric.data import Data
+    path = tmp_path / "g.pt"
+    torch.save(Data(**_refusable(load_dataset(DATASET, seed=0), kind)), path)
+    rc, err = here(["train", "--dataset", f"file:{path}", "--workers", 2, *COMMON,
+                    "--out", tmp_path / "run", "--data-root", tmp_path / "data"], capsys)
+    assert rc == 2 and len(err) == 1 and err[0].startswith(f"error: file:{path}: "), err
+    assert says in err[0] and "Traceback" not in err[0], err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["g.pt"]  # nothing written
