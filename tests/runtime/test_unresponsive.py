@@ -3,6 +3,7 @@ rank has exited or once it stayed stopped for the grace; a running one, one resu
 grace, and any with the grace off are left alone."""
 from __future__ import annotations
 
+import contextlib
 import signal
 import subprocess
 import time
@@ -15,8 +16,20 @@ from digest.errors import UsageError
 from digest.runtime.unresponsive import GRACE_ENV, GRACE_S, Watch, grace_from_env
 
 
-def _sleeper() -> subprocess.Popen:
-    return subprocess.Popen(["sleep", "60"])
+@contextlib.contextmanager
+def watched(count: int, **watch_args):
+    """``count`` sleeping processes registered as ranks 0.. with a running ``Watch``; yields
+    (watch, processes); every process is killed afterwards."""
+    ranks = [subprocess.Popen(["sleep", "60"]) for _ in range(count)]
+    try:
+        with Watch(interval=0.05, **watch_args) as watch:
+            for rank, p in enumerate(ranks):
+                Path(watch.dir, str(rank)).write_text(str(p.pid))
+            yield watch, ranks
+    finally:
+        for p in ranks:
+            p.kill()
+            p.wait()
 
 
 def _until(condition, seconds: float = 10) -> None:
@@ -26,86 +39,48 @@ def _until(condition, seconds: float = 10) -> None:
 
 
 def test_a_stopped_rank_is_named_and_killed_once_a_peer_exits():
-    ranks = [_sleeper() for _ in range(3)]
-    try:
-        with Watch(interval=0.05, grace=None) as watch:
-            for rank, p in enumerate(ranks):
-                Path(watch.dir, str(rank)).write_text(str(p.pid))
-            ranks[1].send_signal(signal.SIGSTOP)
-            deadline = time.monotonic() + 10
-            while watch.stopped != {1} and time.monotonic() < deadline:  # noted at its next poll
-                time.sleep(0.05)
-            assert watch.stopped == {1} and ranks[1].poll() is None  # no peer gone: waits
-            ranks[0].kill()  # a peer's collective timed out: it exits
-            ranks[0].wait()
-            deadline = time.monotonic() + 10
-            while ranks[1].poll() is None and time.monotonic() < deadline:
-                time.sleep(0.05)
+    with watched(3, grace=None) as (watch, ranks):
+        ranks[1].send_signal(signal.SIGSTOP)
+        _until(lambda: watch.stopped == {1})  # noted at its next poll
+        assert watch.stopped == {1} and ranks[1].poll() is None  # no peer gone: waits
+        ranks[0].kill()  # a peer's collective timed out: it exits
+        ranks[0].wait()
+        _until(lambda: ranks[1].poll() is not None)
         assert ranks[1].returncode == -signal.SIGKILL
         assert ranks[2].poll() is None  # running: left to the launcher
-        assert not Path(watch.dir).exists()
-    finally:
-        for p in ranks:
-            p.kill()
-            p.wait()
+    assert not Path(watch.dir).exists()
 
 
 def test_a_rank_stopped_for_the_grace_is_killed_and_named_without_a_peer_exiting():
-    ranks = [_sleeper() for _ in range(2)]
-    try:
-        with Watch(interval=0.05, grace=0.6) as watch:
-            for rank, p in enumerate(ranks):
-                Path(watch.dir, str(rank)).write_text(str(p.pid))
-            t0 = time.monotonic()
-            ranks[1].send_signal(signal.SIGSTOP)
-            _until(lambda: ranks[1].poll() is not None)
-            waited = time.monotonic() - t0
+    with watched(2, grace=0.6) as (watch, ranks):
+        t0 = time.monotonic()
+        ranks[1].send_signal(signal.SIGSTOP)
+        _until(lambda: ranks[1].poll() is not None)
+        waited = time.monotonic() - t0
         assert ranks[1].returncode == -signal.SIGKILL and 0.6 <= waited < 5, waited
         assert watch.stopped == {1} and set(watch.ended) == {1} and watch.ended[1] >= 0.6
         assert ranks[0].poll() is None  # running: left alone
-    finally:
-        for p in ranks:
-            p.kill()
-            p.wait()
 
 
 def test_a_rank_resumed_within_the_grace_is_left_alone_and_not_named():
-    ranks = [_sleeper() for _ in range(2)]
-    try:
-        with Watch(interval=0.05, grace=1.5) as watch:
-            for rank, p in enumerate(ranks):
-                Path(watch.dir, str(rank)).write_text(str(p.pid))
-            ranks[1].send_signal(signal.SIGSTOP)
-            _until(lambda: watch.stopped == {1})
-            assert watch.stopped == {1}
-            ranks[1].send_signal(signal.SIGCONT)  # a short pause (a look with a debugger)
-            _until(lambda: watch.stopped == set())
-            time.sleep(2)  # past the grace: the pause's clock was reset when it resumed
-            assert watch.stopped == set() and watch.ended == {}
-        assert ranks[1].poll() is None
-    finally:
-        for p in ranks:
-            p.kill()
-            p.wait()
+    with watched(2, grace=1.5) as (watch, ranks):
+        ranks[1].send_signal(signal.SIGSTOP)
+        _until(lambda: watch.stopped == {1})
+        assert watch.stopped == {1}
+        ranks[1].send_signal(signal.SIGCONT)  # a short pause (a look with a debugger)
+        _until(lambda: watch.stopped == set())
+        time.sleep(2)  # past the grace: the pause's clock was reset when it resumed
+        assert watch.stopped == set() and watch.ended == {} and ranks[1].poll() is None
 
 
 def test_with_the_grace_off_a_stopped_rank_is_only_noted(monkeypatch):
     monkeypatch.setenv(GRACE_ENV, "off")
-    ranks = [_sleeper() for _ in range(2)]
-    try:
-        with Watch(interval=0.05) as watch:  # the grace from the environment
-            assert watch.grace is None
-            for rank, p in enumerate(ranks):
-                Path(watch.dir, str(rank)).write_text(str(p.pid))
-            ranks[1].send_signal(signal.SIGSTOP)
-            _until(lambda: watch.stopped == {1})
-            time.sleep(1)
-            assert watch.stopped == {1} and watch.ended == {}
-        assert ranks[1].poll() is None
-    finally:
-        for p in ranks:
-            p.kill()
-            p.wait()
+    with watched(2) as (watch, ranks):  # the grace from the environment
+        assert watch.grace is None
+        ranks[1].send_signal(signal.SIGSTOP)
+        _until(lambda: watch.stopped == {1})
+        time.sleep(1)
+        assert watch.stopped == {1} and watch.ended == {} and ranks[1].poll() is None
 
 
 @pytest.mark.parametrize("text, want", [("", GRACE_S), ("2.5", 2.5), (" OFF ", None),
