@@ -1,7 +1,7 @@
 """The A/A noise floor across the committed speed suites (docs/methods.md section 11): every
-point's A/A median and interval, as its suite's timing.csv has them on exact's reference row, and
-whether the point passes the check (median within ``AA_BAND``, interval containing 1). A point
-that fails is noisy: its speedups get no verdict on their page."""
+point's A/A mean, interval and pairs, as its suite's timing.csv has them on the A/A row, and
+whether the point is clean (its interval inside ``AA_BAND``). A point that is not clean gets no
+verdict on its page."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -9,10 +9,9 @@ from pathlib import Path
 import pandas as pd
 
 from ..suites.layout import committed_suites, folders
-from .paired import AA_BAND, Interval, noisy
+from .paired import AA_BAND, Interval, clean
 
-COLUMNS = ["suite", "dataset", "workers", "network", "aa", "aa_lo", "aa_hi", "median_in_band",
-           "passes"]
+COLUMNS = ["suite", "dataset", "workers", "network", "aa", "aa_lo", "aa_hi", "pairs", "clean"]
 
 
 def points(root: Path = Path(".")) -> pd.DataFrame:
@@ -25,13 +24,10 @@ def points(root: Path = Path(".")) -> pd.DataFrame:
         if not path.exists():
             continue
         table = pd.read_csv(path)
-        ref = table[(table["verdict"] == "reference") & table["aa"].notna()]
-        for _, r in ref.iterrows():
-            method = str(r["method"])
-            floor = Interval(r["aa"], r["aa_lo"], r["aa_hi"], 0)  # noisy() reads no pair count
-            in_band = bool(AA_BAND[0] <= r["aa"] <= AA_BAND[1])
+        for _, r in table[table["verdict"] == "A/A (noise floor)"].iterrows():
+            floor = Interval(r["speedup"], r["speedup_lo"], r["speedup_hi"], int(r["pairs"]))
             rows.append({"suite": name, "dataset": r["dataset"], "workers": int(r["workers"]),
-                         "network": method.partition("@")[2] or "loopback", "aa": r["aa"],
-                         "aa_lo": r["aa_lo"], "aa_hi": r["aa_hi"], "median_in_band": in_band,
-                         "passes": not noisy(floor)})
+                         "network": str(r["method"]).partition("@")[2] or "loopback",
+                         "aa": r["speedup"], "aa_lo": r["speedup_lo"], "aa_hi": r["speedup_hi"],
+                         "pairs": int(r["pairs"]), "clean": clean(floor)})
     return pd.DataFrame(rows, columns=COLUMNS)

@@ -12,16 +12,17 @@ order (experiments/suites/schedule.py). Here:
 - **Pairs.** A method's run is paired with its exact run (``config.exact_for``: same network and
   model) at the same dataset, M, seed and round, both timed over the window of the pair's period;
   the pair's ratio is t_exact / t_method.
-- **Speedup** = the median of the pairs' ratios; its 95% interval: percentile bootstrap
-  (``REPLICATES`` replicates, a fixed seed, so the tables are reproducible) over the pairs, that
-  is over rounds and seeds; epochs inside a run are never resampled (that understates the
-  spread). With fewer than two pairs there is no interval and no verdict.
-- **A/A.** ``exact-aa`` (``aa: true``) is exact under a second label, paired with exact like any
-  method: its interval is the noise floor at that point. A point whose A/A median lies outside
-  [0.95, 1.05] or whose A/A interval excludes 1 is *noisy*: its rows get no verdict. Elsewhere
-  the verdict follows from the interval and never contradicts it: "faster" (the interval lies
-  above 1 and above the A/A interval), "slower" (below both), "no measurable difference" (it
-  contains 1), "inconclusive" (it excludes 1 but overlaps the A/A interval).
+- **Speedup** = the MEAN of the pairs' ratios; its 95% interval: a percentile bootstrap
+  (``REPLICATES`` replicates, a fixed seed, so the tables are reproducible; its percentiles
+  widened for few pairs, experiments/analysis/paired.py ``tails``) over the pairs, that is over
+  rounds and seeds; epochs inside a run are never resampled (that understates the spread). With
+  fewer than two pairs there is no interval and no verdict; with fewer than ``MIN_PAIRS`` the
+  tables say so beside the interval.
+- **A/A, an equivalence test.** ``exact-aa`` (``aa: true``) is exact under a second label, paired
+  with exact like any method: its interval is the noise floor at that point. A point is clean
+  when that interval lies inside [0.95, 1.05]; elsewhere its rows get no verdict ("A/A not
+  clean"). At a clean point the verdict follows from the interval: "faster" ("slower") where it
+  lies wholly above (below) the A/A interval, "no measurable difference" where it overlaps it.
 - **Training clock.** Time to accuracy = the sum of the epoch times up to the first epoch whose
   validation accuracy reaches the target (metrics.csv's ``epoch_time``: the slowest worker's
   step, evaluation excluded; ``eval_time`` records the evaluation apart), every epoch counted
@@ -38,11 +39,11 @@ import pandas as pd
 from ..suites.load import Loaded, RunRecord
 from ..suites.suite import aa_label, exact_for, is_aa, is_exact
 from . import periods, rule_change
-from .paired import (AA_BAND, INCONCLUSIVE, LEVEL, NOISY, NO_DIFFERENCE, ONE_PAIR, REPLICATES, SEED,  # noqa: F401
-                     Interval, half_width_pct, noisy, paired_ratio, verdict)
+from .paired import (AA_BAND, LEVEL, MIN_PAIRS, NOT_CLEAN, NO_DIFFERENCE, ONE_PAIR, REPLICATES,  # noqa: F401
+                     SEED, Interval, clean, few_pairs, half_width_pct, paired_ratio, verdict)
 
 NOT_REACHED = "not reached"
-VERDICT_WORDS = ("faster", "slower", INCONCLUSIVE, NOISY, ONE_PAIR)  # printed beside a ratio
+VERDICT_WORDS = ("faster", "slower", NOT_CLEAN, ONE_PAIR)  # printed beside a ratio
 
 
 # -- reading runs -------------------------------------------------------------------------------
@@ -142,7 +143,7 @@ def _judge(rows: list[dict], intervals: dict) -> None:
             row["verdict"] = verdict(iv, floor)
             row["floor"] = "A/A" if floor is not None else "1 (no A/A run)"
         if floor is not None:
-            row["aa"], row["aa_lo"], row["aa_hi"] = floor.median, floor.lo, floor.hi
+            row["aa"], row["aa_lo"], row["aa_hi"] = floor.mean, floor.lo, floor.hi
 
 
 # -- the tables ---------------------------------------------------------------------------------
@@ -154,7 +155,7 @@ EPOCH_COLUMNS = ["dataset", "method", "workers", "runs", "seeds", "rounds", "pai
 def epoch_speedups(loaded: Loaded, replicates: int = REPLICATES) -> pd.DataFrame:
     """timing.csv: per dataset, method and M, the per-epoch time (ms; the mean over the runs of
     each run's mean over its window: ``timed_epochs`` says which) and the paired per-epoch speedup
-    over exact with its interval, the A/A median and interval at that point and the verdict."""
+    over exact with its interval, the A/A mean and interval at that point and the verdict."""
     records, warmup = every_round(loaded), loaded.warmup
     groups: dict = {}
     for r in records:
@@ -172,7 +173,7 @@ def epoch_speedups(loaded: Loaded, replicates: int = REPLICATES) -> pd.DataFrame
                      "pairs": 0 if is_exact(label) else len(pairs[key]), "warmup": warmup,
                      "timed_epochs": " / ".join(windows),
                      "epoch_ms": 1e3 * _mean([run_time(r, warmup) for r in runs]),
-                     "speedup": 1.0 if is_exact(label) else (iv.median if iv else float("nan")),
+                     "speedup": 1.0 if is_exact(label) else (iv.mean if iv else float("nan")),
                      "speedup_lo": iv.lo if iv else float("nan"),
                      "speedup_hi": iv.hi if iv else float("nan"),
                      "aa": float("nan"), "aa_lo": float("nan"), "aa_hi": float("nan")})
@@ -200,7 +201,7 @@ def seed_floors(loaded: Loaded, replicates: int = REPLICATES) -> pd.DataFrame:
                                            loaded.warmup), replicates)
             if iv is not None:
                 rows.append({"dataset": dataset, "method": label, "workers": workers,
-                             "seed": seed, "pairs": iv.pairs, "aa": iv.median, "aa_lo": iv.lo,
+                             "seed": seed, "pairs": iv.pairs, "aa": iv.mean, "aa_lo": iv.lo,
                              "aa_hi": iv.hi, "half_width_pct": half_width_pct(iv.lo, iv.hi)})
     return pd.DataFrame(rows, columns=SEED_FLOOR_COLUMNS)
 
@@ -225,7 +226,7 @@ TTA_COLUMNS = ["target", "dataset", "method", "workers", "target_val", "runs", "
 def tta_speedups(loaded: Loaded, fractions, replicates: int = REPLICATES) -> pd.DataFrame:
     """timing_tta.csv: per target fraction, dataset, method and M, the time to accuracy on the
     training clock (median over runs; the evaluation seconds it leaves out beside it) and its
-    paired speedup over exact (median over pairs, bootstrap over pairs), judged against the A/A
+    paired speedup over exact (mean over pairs, bootstrap over pairs), judged against the A/A
     row's. The target is that of tables.time_to_accuracy: the fraction x the mean best val of
     exact's round-0 runs (one per seed) at the same dataset and M."""
     fractions = (fractions,) if isinstance(fractions, (int, float)) else tuple(fractions)
@@ -270,7 +271,7 @@ def tta_speedups(loaded: Loaded, fractions, replicates: int = REPLICATES) -> pd.
                     row["speedup"] = "n/a (exact not reached)"
                 else:
                     iv = paired_ratio([([a["time"]], [b["time"]]) for a, b in times], replicates)
-                    row["speedup"] = iv.median if iv else float("nan")
+                    row["speedup"] = iv.mean if iv else float("nan")
                     if iv:
                         row["speedup_lo"], row["speedup_hi"] = iv.lo, iv.hi
                         intervals[key] = iv

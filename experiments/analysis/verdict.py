@@ -11,9 +11,12 @@ A graph's benchmark pairs two suites run at the same model and workers:
 For a synchronous method, time to target at a bandwidth = epochs to target (convergence runs, one
 count per seed) x per-epoch time at that bandwidth (speed runs, a mean over whole periods, one per
 round), so its **speedup to accuracy** over exact = (exact's mean epochs / the method's) x the
-median over rounds of t_exact / t_method; the 95% interval bootstraps seeds (both methods' epochs
-at the same resampled seeds: a seed draws the split) and rounds. A method that misses the target
-at any seed is "not reached". The target is q = ``Q`` x exact's mean best validation accuracy;
+mean over pairs (a pair: one round of the speed runs' seed) of t_exact / t_method; the 95%
+interval bootstraps seeds (both methods' epochs at the same resampled seeds: a seed draws the
+split) and pairs, its percentiles widened for few of either (paired.py ``tails``). Each cell is
+judged against exact's A/A twin at its bandwidth (section 11): no verdict where that point is not
+clean, else "faster" / "slower" where the interval clears the A/A interval. A method that misses
+the target at any seed is "not reached". The target is q = ``Q`` x exact's mean best validation accuracy;
 where exact itself misses it at some seed (that seed's best validation accuracy more than 1 - q
 below the seeds' mean), the graph is read at the first of ``FALLBACK`` that exact reaches at
 every seed, and its pages say so (docs/methods.md section 12). Asynchronous methods (their
@@ -34,7 +37,7 @@ import pandas as pd
 from . import periods
 from ..suites.suite import base_label, is_exact, network_of
 from ..suites.load import Loaded
-from .paired import LEVEL, REPLICATES, SEED, noisy, paired_ratio
+from .paired import LEVEL, REPLICATES, SEED, Interval, clean, paired_ratio, tails, verdict
 
 Q = 0.99            # target: this fraction of exact's mean best validation accuracy
 FALLBACK = (0.98,)  # the tables' lower target, where exact itself misses Q at some seed
@@ -127,35 +130,34 @@ def _rng(*key: str) -> np.random.Generator:
 
 
 def _boot(e_ref: dict, e_m: dict, t_ref: dict, t_m: dict, rng) -> tuple:
-    """Point, lo, hi of (mean E_ref / mean E_m) x median_r(t_ref / t_m): seeds and rounds
-    resampled (each jointly for both methods)."""
+    """Point, lo, hi of (mean E_ref / mean E_m) x mean_r(t_ref / t_m): seeds and rounds
+    resampled (each jointly for both methods), the tails set by the fewer of the two."""
     seeds = sorted(set(e_ref) & set(e_m))
     rounds = sorted(set(t_ref) & set(t_m))
     a, b = np.array([e_ref[s] for s in seeds], float), np.array([e_m[s] for s in seeds], float)
     ratio = np.array([t_ref[r] / t_m[r] for r in rounds])
-    point = a.mean() / b.mean() * float(np.median(ratio))
+    point = a.mean() / b.mean() * float(np.mean(ratio))
     si = rng.integers(len(seeds), size=(REPLICATES, len(seeds)))
     ri = rng.integers(len(rounds), size=(REPLICATES, len(rounds)))
-    draws = a[si].mean(axis=1) / b[si].mean(axis=1) * np.median(ratio[ri], axis=1)
-    tail = (1 - LEVEL) / 2 * 100
-    lo, hi = np.percentile(draws, [tail, 100 - tail])
+    draws = a[si].mean(axis=1) / b[si].mean(axis=1) * np.mean(ratio[ri], axis=1)
+    lo, hi = np.percentile(draws, tails(max(2, min(len(seeds), len(rounds)))))
     return float(point), float(lo), float(hi)
 
 
 def _boot_e2e(e_ref: dict, t_ref: dict, measured: dict, rng) -> tuple:
-    """Point, lo, hi of exact's decomposed time to target (mean E_ref x median over rounds of
+    """Point, lo, hi of exact's decomposed time to target (mean E_ref x mean over rounds of
     t_ref) over a method's time measured end to end (mean over its seeds): the seeds both have
-    resampled jointly (a seed draws the split), exact's rounds resampled."""
+    resampled jointly (a seed draws the split), exact's rounds resampled, the tails set by the
+    fewer of the two."""
     seeds = sorted(set(e_ref) & set(measured))
     a = np.array([e_ref[s] for s in seeds], float)
     m = np.array([measured[s] for s in seeds], float)
     t = np.array([t_ref[r] for r in sorted(t_ref)])
-    point = a.mean() * float(np.median(t)) / m.mean()
+    point = a.mean() * float(np.mean(t)) / m.mean()
     si = rng.integers(len(seeds), size=(REPLICATES, len(seeds)))
     ri = rng.integers(len(t), size=(REPLICATES, len(t)))
-    draws = a[si].mean(axis=1) * np.median(t[ri], axis=1) / m[si].mean(axis=1)
-    tail = (1 - LEVEL) / 2 * 100
-    lo, hi = np.percentile(draws, [tail, 100 - tail])
+    draws = a[si].mean(axis=1) * np.mean(t[ri], axis=1) / m[si].mean(axis=1)
+    lo, hi = np.percentile(draws, tails(max(2, min(len(seeds), len(t)))))
     return float(point), float(lo), float(hi)
 
 
@@ -173,26 +175,29 @@ def end_to_end(conv: dict, e2e: Loaded) -> dict:
 
 
 def speedups(conv: dict, times: dict, bandwidths: list, measured: dict | None = None) -> pd.DataFrame:
-    """One row per (label, bandwidth): speedup to accuracy over exact with its interval, or why
-    there is none (an asynchronous method's from ``measured``, ``end_to_end``'s times); the
-    per-epoch speedup, the ceiling (exact over partition-based per epoch) and
-    the per-epoch speedup as a fraction of it; the A/A check of the point."""
+    """One row per (label, bandwidth): speedup to accuracy over exact with its interval, its
+    pairs (rounds of the speed runs; an asynchronous method's: its seeds measured end to end) and
+    the verdict it supports at its point (paired.verdict against the A/A interval), or why there
+    is none (an asynchronous method's from ``measured``, ``end_to_end``'s times); the per-epoch
+    speedup, the ceiling (exact over partition-based per epoch) and the per-epoch speedup as a
+    fraction of it; the A/A check of the point (``clean``, ``aa``, ``aa_lo``, ``aa_hi``,
+    ``aa_pairs``). Exact's own row is the reference: no verdict."""
     ref, rows = conv["exact"], []
     for label, c in conv.items():
         for bw in bandwidths:
             rng = _rng(label, bw)
             row = {"method": label, "bandwidth": bw, "speedup": np.nan, "lo": np.nan,
-                   "hi": np.nan, "note": ""}
+                   "hi": np.nan, "note": "", "pairs": 0, "verdict": ""}
             t_ref, t_m = times.get(("exact", bw), {}), times.get((label, bw), {})
             aa = paired_ratio([([t_ref[r]], [v]) for r, v in times.get(("exact-aa", bw), {}).items()
                                if r in t_ref])
             part = paired_ratio([([t_ref[r]], [v]) for r, v in times.get(("partition", bw), {}).items()
                                  if r in t_ref])
             per = paired_ratio([([t_ref[r]], [v]) for r, v in t_m.items() if r in t_ref])
-            row.update(per_epoch=per.median if per else np.nan,
-                       ceiling=part.median if part else np.nan, noisy=noisy(aa),
-                       aa=aa.median if aa else np.nan, aa_lo=aa.lo if aa else np.nan,
-                       aa_hi=aa.hi if aa else np.nan)
+            row.update(per_epoch=per.mean if per else np.nan,
+                       ceiling=part.mean if part else np.nan, clean=clean(aa),
+                       aa=aa.mean if aa else np.nan, aa_lo=aa.lo if aa else np.nan,
+                       aa_hi=aa.hi if aa else np.nan, aa_pairs=aa.pairs if aa else 0)
             row["of_ceiling"] = row["per_epoch"] / row["ceiling"]
             if any(v is None for v in ref.epochs.values()):  # no reference time to divide
                 row["note"] = f"exact {NOT_REACHED}"
@@ -214,13 +219,19 @@ def speedups(conv: dict, times: dict, bandwidths: list, measured: dict | None = 
                                        f"{len(got)} seeds (end to end)")
                     else:
                         row["speedup"], row["lo"], row["hi"] = point, lo, hi
-                        row["note"] = "end to end"
+                        row["note"], row["pairs"] = "end to end", len(got)
             elif any(v is None for v in c.epochs.values()):
                 row["note"] = NOT_REACHED
             elif not t_m or not t_ref:
                 row["note"] = "not timed at this bandwidth"
             else:
                 row["speedup"], row["lo"], row["hi"] = _boot(ref.epochs, c.epochs, t_ref, t_m, rng)
+                row["pairs"] = per.pairs
+            if label == "exact":
+                row["verdict"] = "reference"
+            elif not np.isnan(row["speedup"]):
+                row["verdict"] = verdict(Interval(row["speedup"], row["lo"], row["hi"],
+                                                  row["pairs"]), aa)
             rows.append(row)
     return pd.DataFrame(rows)
 
@@ -260,6 +271,23 @@ def fastest(acc: pd.DataFrame, speed: pd.DataFrame, bw: str) -> str | None:
     """The fastest method to the target at ``bw`` among those within CLOSE points of exact."""
     at = _close(acc, speed, bw)
     return None if at.empty else str(at.loc[at.speedup.idxmax(), "method"])
+
+
+def clean_at(speed: pd.DataFrame, bw: str) -> bool:
+    """Whether ``bw`` is a clean point (its A/A interval inside AA_BAND, on exact's row)."""
+    ref = speed[(speed.method == "exact") & (speed.bandwidth == bw)]
+    return bool(len(ref)) and bool(ref.clean.iloc[0])
+
+
+def winner(acc: pd.DataFrame, speed: pd.DataFrame, bw: str) -> str | None:
+    """The fastest method to the target at ``bw`` among those within CLOSE points of exact whose
+    interval says "faster" (it clears the A/A interval); None at a point that is not clean, or
+    where none does: no winner is named there."""
+    at = _close(acc, speed, bw)
+    at = at[at.verdict == "faster"]
+    if at.empty or not clean_at(speed, bw):
+        return None
+    return str(at.loc[at.speedup.idxmax(), "method"])
 
 
 def rivals(acc: pd.DataFrame, speed: pd.DataFrame, bw: str, best: str) -> pd.DataFrame:

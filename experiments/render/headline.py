@@ -18,7 +18,7 @@ from pathlib import Path
 import pandas as pd
 
 from ..analysis.headline import KEYS, PRODUCTS, Key, Row, rows
-from ..analysis.paired import NO_DIFFERENCE, NOISY
+from ..analysis.paired import AA_BAND, MIN_PAIRS, NO_DIFFERENCE, NOT_CLEAN, few_pairs
 from ..suites.layout import folders, page_path
 
 GRAPHS = {"synthetic": "synthetic default", PRODUCTS: "sweep-40k (synthetic)",
@@ -43,14 +43,18 @@ def _delta(a: float, b: float) -> str:
 
 
 def paired(row: pd.Series | None) -> str | None:
-    """A speed suite's per-epoch speedup (a timing.csv row: median of same-round ratios) with its
-    95% interval and verdict, or None where it has no interval."""
+    """A speed suite's per-epoch speedup (a timing.csv row: mean of same-round ratios) with its
+    95% interval and verdict, and its pairs where fewer than the protocol asks, or None where it
+    has no interval."""
     if row is None or pd.isna(row["speedup_lo"]):
         return None
     text = f"{row['speedup']:.2f}x [{row['speedup_lo']:.2f}, {row['speedup_hi']:.2f}]"
-    if row["verdict"] == NOISY:
-        return f"{text}, noisy point: no verdict"
-    return f"{text}, {'no measurable difference' if row['verdict'] == NO_DIFFERENCE else row['verdict']}"
+    few = few_pairs(int(row["pairs"]))
+    if row["verdict"] == NOT_CLEAN:
+        text = f"{text}, A/A not clean: no verdict"
+    else:
+        text = f"{text}, {NO_DIFFERENCE if row['verdict'] == NO_DIFFERENCE else row['verdict']}"
+    return f"{text}; {few}" if few else text
 
 
 def cells(r: Row) -> list[str]:
@@ -83,9 +87,10 @@ def table(page_dir: Path, root: Path = Path("."), keys: tuple[Key, ...] = KEYS) 
              "exact is compared with exact at its seeds. Per-epoch speedup: only where a speed "
              "suite timed the method under the timing protocol (" + ", ".join(
                  k.speed for k in keys if k.speed) + "; docs/methods.md section 11): exact's "
-             "per-epoch time (a mean over whole periods) / the method's, the median of paired "
+             "per-epoch time (a mean over whole periods) / the method's, the mean of paired "
              "same-round ratios with its 95% interval and the verdict that interval supports "
-             "beside the A/A noise floor ('noisy point' where the A/A check fails); elsewhere "
+             "beside the A/A noise floor ('A/A not clean' where the A/A interval is not inside "
+             f"[{AA_BAND[0]}, {AA_BAND[1]}]; the pairs where fewer than {MIN_PAIRS}); elsewhere "
              "'not timed with A/A'. Per-epoch speed is not time to accuracy: a method that needs "
              "more epochs can be faster per epoch and slower to its target.*", "",
              "| " + " | ".join(HEADER) + " |", "|" + "---|" * len(HEADER)]

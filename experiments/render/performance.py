@@ -248,7 +248,7 @@ def _digest_across_runs(r: dict, dv: dict) -> list[str]:
                "twin (exact timed against itself), takes each run's time as a mean over whole "
                "sync periods after warm-up, pairs each DIGEST run with exact's run of the same "
                "seed and round, and reports exact's time over DIGEST's (a speedup, the inverse "
-               "of this ratio) as the median of the paired ratios with a bootstrap interval"
+               "of this ratio) as the mean of the paired ratios with a bootstrap interval"
                + (f"; its {dv['dataset']} row reads \"{verdict}\"" if verdict else "") + " (results/repro_speed/README.md).")
     return out
 

@@ -1,7 +1,8 @@
 """tables.md's timing protocol (docs/methods.md section 11; the numbers: experiments/analysis/timing.py):
 the per-epoch times (means over whole periods) and speedups of section 2 and the time-to-accuracy
-speedups of section 3 as medians of paired, same-round ratios with their 95% interval, beside the
-A/A noise floor; each speedup carries the verdict its interval supports."""
+speedups of section 3 as means of paired, same-round ratios with their 95% interval and their
+number of pairs, beside the A/A noise floor; each speedup carries the verdict its interval
+supports."""
 from __future__ import annotations
 
 import math
@@ -9,8 +10,8 @@ import math
 import pandas as pd
 
 from ..analysis import rule_change
-from ..analysis.timing import (AA_BAND, LEVEL, NO_DIFFERENCE, REPLICATES, VERDICT_WORDS, Interval,
-                               every_round, half_width_pct, noisy)
+from ..analysis.timing import (AA_BAND, LEVEL, MIN_PAIRS, NO_DIFFERENCE, REPLICATES, VERDICT_WORDS,
+                               Interval, clean, every_round, few_pairs, half_width_pct)
 from ..suites.load import Loaded
 from .markdown import cell, md_table
 
@@ -24,9 +25,10 @@ def interval(lo, hi) -> str:
 
 
 def speedup_cell(row) -> str:
-    """'1.52x [1.41, 1.60], faster'; 'no measurable difference (1.02x [0.97, 1.06])'; a noisy
-    point or an inconclusive interval says so; the reference and the A/A row say what they are;
-    strings ('not reached') as they are."""
+    """'1.52x [1.41, 1.60], faster'; 'no measurable difference (1.02x [0.97, 1.06])'; a point
+    that is not clean says so; fewer than MIN_PAIRS pairs are said beside the interval
+    ('1.52x [1.41, 1.60], faster; 3 pairs: below the 6 the protocol asks'); the reference and the
+    A/A row say what they are; strings ('not reached') as they are."""
     v = row.speedup
     if isinstance(v, str):
         return v
@@ -35,11 +37,14 @@ def speedup_cell(row) -> str:
     if _nan(v):
         return "n/a (no exact run in the same round)"
     text = f"{v:.2f}x {interval(row.speedup_lo, row.speedup_hi)}".strip()
+    few = few_pairs(int(row.pairs)) if interval(row.speedup_lo, row.speedup_hi) else ""
     if row.verdict == "A/A (noise floor)":
-        return f"{text} (A/A: noise floor)"
-    if row.verdict == NO_DIFFERENCE:
-        return f"{NO_DIFFERENCE} ({text})"
-    return f"{text}, {row.verdict}" if row.verdict in VERDICT_WORDS else text
+        text = f"{text} (A/A: noise floor)"
+    elif row.verdict == NO_DIFFERENCE:
+        text = f"{NO_DIFFERENCE} ({text})"
+    elif row.verdict in VERDICT_WORDS:
+        text = f"{text}, {row.verdict}"
+    return f"{text}; {few}" if few else text
 
 
 def _runs(row) -> str:
@@ -62,15 +67,17 @@ def protocol_note(loaded: Loaded, timing: pd.DataFrame) -> str:
             f"(of {'/'.join(map(str, epochs))}) are left out; a run's per-epoch time is the MEAN "
             "over a window of whole periods of its method after the warm-up (timed epochs: "
             f"{'; '.join(timed)}; 'a x p' = a periods of p epochs; 'whole run' where not one "
-            "period fits). Speedup = median over pairs (same dataset, M, seed and round, both "
+            "period fits). Speedup = MEAN over pairs (same dataset, M, seed and round, both "
             "runs timed over the same window) of exact's time / the method's; [lo, hi] = its "
             f"{LEVEL:.0%} percentile-bootstrap interval ({REPLICATES} replicates, fixed seed; "
-            "over pairs, i.e. rounds and seeds). Verdict: 'faster' / 'slower' where the interval "
-            f"clears both 1 and the A/A interval, '{NO_DIFFERENCE}' where it contains 1, "
-            "'inconclusive' where it excludes 1 but overlaps the A/A interval; a point whose A/A "
-            f"median lies outside [{AA_BAND[0]}, {AA_BAND[1]}] or whose A/A interval excludes 1 is "
-            "noisy and gets no verdict. Accuracy, bytes and the other per-seed tables read round "
-            "0 (one run per seed).\n")
+            "over pairs, i.e. rounds and seeds; its percentiles widened for few pairs: "
+            f"experiments/analysis/paired.py); a cell from fewer than {MIN_PAIRS} pairs says so: "
+            f"its interval holds less than {LEVEL:.0%}. A point is clean where its A/A interval "
+            f"lies inside [{AA_BAND[0]}, {AA_BAND[1]}]; there the verdict is 'faster' / 'slower' "
+            f"where the interval lies wholly above / below the A/A interval and '{NO_DIFFERENCE}' "
+            "where it overlaps it (without an A/A label: against 1); a point that is not clean "
+            "gets no verdict ('A/A not clean'). Accuracy, bytes and the other per-seed tables "
+            "read round 0 (one run per seed).\n")
 
 
 def epoch_tables(timing: pd.DataFrame, kind: str) -> str:
@@ -94,29 +101,31 @@ def epoch_tables(timing: pd.DataFrame, kind: str) -> str:
 
 
 def floor_table(timing: pd.DataFrame) -> str:
-    """The noise floor at every point: each A/A row's interval and its half-width, (hi - lo) / 2
-    in percent of a 1x ratio (pinned, quota-capped runs aim at 10% or less)."""
+    """The noise floor at every point: each A/A row's interval, its pairs and its half-width,
+    (hi - lo) / 2 in percent of a 1x ratio (pinned, quota-capped runs aim at 10% or less), and
+    whether the point is clean."""
     aa = timing[timing["verdict"] == "A/A (noise floor)"]
     if aa.empty:
         return ""
     rows = [[r.dataset, r.method, r.workers, f"{r.speedup:.2f}x",
-             interval(r.speedup_lo, r.speedup_hi),
+             interval(r.speedup_lo, r.speedup_hi), r.pairs,
              "" if _nan(r.speedup_lo) else f"{half_width_pct(r.speedup_lo, r.speedup_hi):.1f}%",
-             "noisy: no verdict" if noisy_row(r) else "ok"]
+             ("clean" if clean_row(r) else "not clean: no verdict")
+             + (f" ({few_pairs(r.pairs)})" if few_pairs(r.pairs) else "")]
             for r in aa.itertuples()]
-    ok = sum(not noisy_row(r) for r in aa.itertuples())
+    ok = sum(clean_row(r) for r in aa.itertuples())
     return ("\n### The noise floor at each point\n\nThe A/A ratio (exact against its twin label, "
             "paired like every method), its interval and half-width, (hi - lo) / 2 of a 1x "
-            "ratio: a speedup must clear this much before it means anything at its point. A point "
-            f"is noisy where the A/A median lies outside [{AA_BAND[0]}, {AA_BAND[1]}] or its "
-            f"interval excludes 1: {ok} of {len(aa)} point(s) pass.\n\n"
-            + md_table(["dataset", "A/A label", "M", "A/A", f"interval [{LEVEL:.0%}]",
+            "ratio: a speedup must clear this interval before it means anything at its point. A "
+            f"point is clean where the A/A interval lies inside [{AA_BAND[0]}, {AA_BAND[1]}]: "
+            f"{ok} of {len(aa)} point(s) are clean.\n\n"
+            + md_table(["dataset", "A/A label", "M", "A/A", f"interval [{LEVEL:.0%}]", "pairs",
                         "half-width", "check"], rows))
 
 
-def noisy_row(r) -> bool:
-    """Whether an A/A row of timing.csv marks its point noisy (timing.noisy, on the table)."""
-    return noisy(Interval(r.speedup, r.speedup_lo, r.speedup_hi, r.pairs))
+def clean_row(r) -> bool:
+    """Whether an A/A row of timing.csv shows its point clean (timing.clean, on the table)."""
+    return clean(Interval(r.speedup, r.speedup_lo, r.speedup_hi, r.pairs))
 
 
 def seed_floor_table(seeds: pd.DataFrame | None) -> str:
@@ -139,7 +148,7 @@ def tta_tables(tta: pd.DataFrame, kind: str) -> str:
     out = ["\nTime to accuracy on the training clock: the epochs' times summed up to the first "
            "evaluation at the target (the warm-up counted: it is training; evaluation left out, "
            "its seconds beside); epochs and times: median over every round's runs; speedup = "
-           "median over same-round pairs of exact's time / the method's, bootstrapped over "
+           "mean over same-round pairs of exact's time / the method's, bootstrapped over "
            "pairs. time_to_accuracy.csv keeps round 0's table (one run per seed).\n"]
     for dataset, part in tta.groupby("dataset", sort=False):
         out.append(f"\n### {dataset}: {kind}, paired over rounds\n\n")

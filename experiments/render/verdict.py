@@ -1,8 +1,9 @@
 """The verdict's table, sentence and figure (the numbers: experiments/analysis/verdict.py): per graph, one
 row a method (accuracy with its difference from exact, epochs to target, bytes per epoch, speedup
-to accuracy over exact at each bandwidth with its interval), one generated sentence naming the
-fastest method within CLOSE points of exact at each bandwidth, and one figure of speedup to
-accuracy against bandwidth (log axis, intervals drawn, at most MAX_SERIES series a panel)."""
+to accuracy over exact at each bandwidth with its interval, pairs and verdict), one generated
+sentence naming the fastest method within CLOSE points of exact at each clean bandwidth whose
+interval clears the A/A interval (none at a point that is not clean), and one figure of speedup
+to accuracy against bandwidth (log axis, intervals drawn, at most MAX_SERIES series a panel)."""
 from __future__ import annotations
 
 import math
@@ -12,8 +13,9 @@ import pandas as pd
 
 from .figures import panel_grid, panels, save, style, titles
 from .markdown import md_table
-from ..analysis.paired import AA_BAND
-from ..analysis.verdict import CLOSE, CONVERGED, FALLBACK, Q, GraphVerdict, fastest, rivals
+from ..analysis.paired import AA_BAND, MIN_PAIRS, NOT_CLEAN, few_pairs
+from ..analysis.verdict import (CLOSE, CONVERGED, FALLBACK, Q, GraphVerdict, clean_at, fastest,
+                                rivals, winner)
 
 RIVALS = 3  # close rivals named in a sentence; the rest counted
 
@@ -24,10 +26,17 @@ def q_of(acc: pd.DataFrame) -> float:
 
 
 def _iv(row) -> str:
+    """A speedup cell: '1.73x [1.56, 1.99], faster; 3 pairs (< 6)' (an asynchronous method's
+    '(end to end)' after the interval); 'reference' on exact's row; at a point that is not clean,
+    'A/A not clean: no verdict' in place of the verdict; the note where there is no speedup."""
+    if row.method == "exact":
+        return "reference"
     if math.isnan(row.speedup):
-        return row.note
-    text = f"{row.speedup:.2f}x [{row.lo:.2f}, {row.hi:.2f}]"
-    return text + (f" ({row.note})" if row.note else "") + (" (noisy point)" if row.noisy else "")
+        return row.note + ("" if row.clean else " (A/A not clean)")
+    text = (f"{row.speedup:.2f}x [{row.lo:.2f}, {row.hi:.2f}]"
+            + (f" ({row.note})" if row.note else ""))
+    few = few_pairs(row.pairs, short=True)
+    return f"{text}, {row.verdict}" + (f"; {few}" if few else "")
 
 
 def _acc(r) -> str:
@@ -53,47 +62,64 @@ def table(acc: pd.DataFrame, speed: pd.DataFrame, bandwidths: list) -> str:
 
 
 def sentence(graph: str, acc: pd.DataFrame, speed: pd.DataFrame, bandwidths: list) -> str:
-    """One generated sentence: the fastest method to the target at each bandwidth among those
-    within CLOSE points of exact's accuracy, its speedup over exact with the interval; where the
-    interval holds 1 the fastest point estimate is not a measured gain, and the sentence says so;
-    otherwise it names the close methods whose intervals reach its lower end (``rivals``)."""
-    parts = []
+    """One generated sentence: at each bandwidth, the fastest method to the target among those
+    within CLOSE points of exact's accuracy whose interval clears the A/A interval (``winner``),
+    its speedup over exact with the interval, and the close methods whose intervals reach its
+    lower end (``rivals``); where none clears it, the fastest point estimate, said not to be a
+    measured gain; at a point that is not clean, no name at all; and, where the named intervals
+    rest on fewer than MIN_PAIRS pairs, that too."""
+    parts, few = [], set()
     for bw in bandwidths:
-        best = fastest(acc, speed, bw)
+        ref = speed[(speed.method == "exact") & (speed.bandwidth == bw)]
+        if not clean_at(speed, bw):
+            aa = ref.iloc[0] if len(ref) else None
+            floor = ("" if aa is None or math.isnan(aa.aa_lo) else
+                     f" [{aa.aa_lo:.2f}, {aa.aa_hi:.2f}]")
+            parts.append(f"at {bw}, no winner named (A/A interval{floor} not inside "
+                         f"[{AA_BAND[0]:g}, {AA_BAND[1]:g}])")
+            continue
+        best = winner(acc, speed, bw) or fastest(acc, speed, bw)
         if best is None:
             parts.append(f"at {bw}, none")
             continue
         r = speed[(speed.method == best) & (speed.bandwidth == bw)].iloc[0]
         gain = f"{r.speedup:.2f}x" + ("" if math.isnan(r.lo) else f" [{r.lo:.2f}, {r.hi:.2f}]")
-        if not math.isnan(r.lo) and r.lo <= 1:
-            gain += ": not measurably faster than exact"
-        elif not math.isnan(r.lo):
-            near = rivals(acc, speed, bw, best)
-            if len(near):
-                gain += "; not measurably ahead of " + ", ".join(
-                    f"{x.method} ({x.speedup:.2f}x)" for x in near.head(RIVALS).itertuples()) + (
-                    f" and {len(near) - RIVALS} more" if len(near) > RIVALS else "")
-        parts.append(f"at {bw}, {best} ({gain}{'; noisy point' if r.get('noisy') else ''})")
+        if r.verdict != "faster":
+            parts.append(f"at {bw}, none measurably faster than exact (the fastest, {best}, "
+                         f"{gain}, does not clear the A/A interval)")
+            continue
+        few |= {int(r.pairs)} if few_pairs(r.pairs) else set()
+        near = rivals(acc, speed, bw, best)
+        if len(near):
+            gain += "; not measurably ahead of " + ", ".join(
+                f"{x.method} ({x.speedup:.2f}x)" for x in near.head(RIVALS).itertuples()) + (
+                f" and {len(near) - RIVALS} more" if len(near) > RIVALS else "")
+        parts.append(f"at {bw}, {best} ({gain})")
+    pairs = (f" The intervals named rest on {' or '.join(map(str, sorted(few)))} pairs, below "
+             f"the {MIN_PAIRS} the protocol asks." if few else "")
     return (f"On {graph}, the first to {q_of(acc):g} of exact's best validation accuracy "
             f"among the methods within {CLOSE} points of exact's test accuracy, with its speedup "
-            "over exact: " + "; ".join(parts) + ".")
+            "over exact where its interval clears the A/A interval: " + "; ".join(parts) + "."
+            + pairs)
 
 
 def aa_line(speed: pd.DataFrame, bandwidths: list) -> str:
-    """The noise floor of each bandwidth: exact's A/A twin over exact per epoch (median over
-    rounds, interval), at how many bandwidths its median lies within AA_BAND, and where its
-    interval excludes 1 (those points' cells are marked noisy)."""
+    """The noise floor of each bandwidth: exact's A/A twin over exact per epoch (mean over pairs,
+    interval, pairs), at how many bandwidths the point is clean (its interval inside AA_BAND),
+    and which are not (their cells say so and no winner is named there)."""
     ref = speed[speed.method == "exact"].set_index("bandwidth").reindex(bandwidths)
-    inside = [bw for bw, r in ref.iterrows() if AA_BAND[0] <= r.aa <= AA_BAND[1]]
-    marked = [bw for bw, r in ref.iterrows() if r.noisy]
-    return (f"A/A check (exact's twin over exact per epoch, median over rounds [95%]): "
+    dirty = [bw for bw, r in ref.iterrows() if not r.clean]
+    pairs = sorted({int(p) for p in ref.aa_pairs})
+    return (f"A/A check (exact's twin over exact per epoch, mean over "
+            f"{' or '.join(map(str, pairs))} pairs [95%]): "
             + ", ".join(f"{bw} {r.aa:.2f}x [{r.aa_lo:.2f}, {r.aa_hi:.2f}]" for bw, r in ref.iterrows())
-            + f"; the median within [{AA_BAND[0]:g}, {AA_BAND[1]:g}] at {len(inside)} of "
-            f"{len(bandwidths)} bandwidths" + (
-                f"; at {', '.join(marked)} the interval or the median says the two identical "
-                "runs differ, so that bandwidth's cells are marked \"noisy point\" and a "
-                "difference of that size there is not a finding." if marked else
-                ", every interval holding 1."))
+            + f"; clean (the interval inside [{AA_BAND[0]:g}, {AA_BAND[1]:g}]) at "
+            f"{len(bandwidths) - len(dirty)} of {len(bandwidths)} bandwidths" + (
+                f"; at {', '.join(dirty)} the two identical runs are not shown equivalent, so "
+                f"that point's cells say \"{NOT_CLEAN}\" and no winner is named there."
+                if dirty else ".")
+            + (f" Fewer than the {MIN_PAIRS} pairs the protocol asks: these intervals hold "
+               "less than 95%." if pairs and min(pairs) < MIN_PAIRS else ""))
 
 
 def ceilings(speed: pd.DataFrame, bandwidths: list) -> str:
@@ -225,9 +251,15 @@ def page(sections: list[str]) -> str:
              f"that at a seed, {FALLBACK[0]:g} x, as its section says) / the method's, by the "
              "decomposition (epochs to target from the convergence runs x per-epoch time at the "
              "bandwidth, a mean over whole periods, from the speed runs; an asynchronous method's "
-             "own time measured end to end behind the link, marked so); 95% interval: seeds and "
-             "rounds resampled. The benchmark's suites (bench_converge_*, bench_speed_*; "
-             "docs/reproducing.md) run in parts; a graph without complete runs says what is "
+             "own time measured end to end behind the link, marked so); the per-epoch part is a "
+             "mean over pairs (a pair: one round at one seed); 95% interval: seeds and pairs "
+             "resampled, its percentiles widened for few of either (docs/methods.md section 11), "
+             f"and a cell from fewer than {MIN_PAIRS} pairs says so ('3 pairs (< {MIN_PAIRS})': "
+             "its interval holds less than 95%). Each cell is judged against "
+             "exact's A/A twin at its bandwidth: 'faster' / 'slower' where its interval lies "
+             "wholly above / below the A/A interval, none where that point is not clean (its A/A "
+             f"interval not inside [{AA_BAND[0]:g}, {AA_BAND[1]:g}]). The benchmark's suites "
+             "(bench_converge_*, bench_speed_*; docs/reproducing.md) run in parts; a graph without complete runs says what is "
              "missing. The third graph, synthetic-h07, is a draw of the generator (20,000 nodes, 4 "
              "classes, edge homophily 0.7, feature signal 0.1; METIS cuts 29% of its edges at 4 "
              "parts) on which partition-based training loses 2.29 points once exact has converged "

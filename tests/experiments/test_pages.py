@@ -14,7 +14,7 @@ import pytest
 
 from experiments import pages, recompute
 from experiments.analysis import runlog as run_facts
-from experiments.analysis.timing import NO_DIFFERENCE, NOISY
+from experiments.analysis.timing import NO_DIFFERENCE, NOT_CLEAN
 from experiments.render import blocks, headline, runlog
 from experiments.suites.suite import load_suite
 from fake_runs import fake_suite, recompute_args as args
@@ -253,10 +253,10 @@ def test_a_speed_suite_s_paired_speedup_replaces_the_ratio_of_means(tmp_path, mo
     before = headline.table(Path("."), keys=keys)
     assert "| not timed with A/A |" in before and "1.41x" not in before  # no repro_speed yet
     Path("results/repro_speed").mkdir(parents=True)
-    pd.DataFrame([{"dataset": "CS", "method": m, "workers": 4, "speedup": v, "speedup_lo": lo,
-                   "speedup_hi": hi, "verdict": verdict}
+    pd.DataFrame([{"dataset": "CS", "method": m, "workers": 4, "pairs": 9, "speedup": v,
+                   "speedup_lo": lo, "speedup_hi": hi, "verdict": verdict}
                   for m, v, lo, hi, verdict in (
-                      ("exact-aa", 1.0, 0.95, 1.06, "A/A (noise floor)"),
+                      ("exact-aa", 1.0, 0.96, 1.04, "A/A (noise floor)"),
                       ("partition", 1.32, 1.21, 1.40, "faster"),
                       ("digest-I10", 1.04, 0.97, 1.10, NO_DIFFERENCE))]
                  ).to_csv("results/repro_speed/timing.csv", index=False)
@@ -265,11 +265,14 @@ def test_a_speed_suite_s_paired_speedup_replaces_the_ratio_of_means(tmp_path, mo
     assert body[0].endswith("| -0.59 | 1.32x [1.21, 1.40], faster |")
     assert body[1].endswith("| +0.04 | 1.04x [0.97, 1.10], no measurable difference |")
     assert "under the timing protocol (repro_speed; docs/methods.md section 11)" in text
-    timing = pd.read_csv("results/repro_speed/timing.csv")  # a noisy point: no verdict shown
-    timing.loc[timing.method == "partition", "verdict"] = NOISY
+    timing = pd.read_csv("results/repro_speed/timing.csv")  # a point not clean: no verdict shown
+    timing.loc[timing.method == "partition", "verdict"] = NOT_CLEAN
+    timing.loc[timing.method == "digest-I10", "pairs"] = 3  # and fewer pairs than asked, said
     timing.to_csv("results/repro_speed/timing.csv", index=False)
-    noisy = [line for line in headline.table(Path("."), keys=keys).splitlines() if "| [" in line]
-    assert noisy[0].endswith("| 1.32x [1.21, 1.40], noisy point: no verdict |")
+    dirty = [line for line in headline.table(Path("."), keys=keys).splitlines() if "| [" in line]
+    assert dirty[0].endswith("| 1.32x [1.21, 1.40], A/A not clean: no verdict |")
+    assert dirty[1].endswith("| 1.04x [0.97, 1.10], no measurable difference; 3 pairs: below "
+                             "the 6 the protocol asks |")
 
 
 def test_a_one_seed_row_is_compared_with_exact_at_its_seed(tmp_path, monkeypatch):

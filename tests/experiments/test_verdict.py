@@ -1,7 +1,8 @@
 """experiments/analysis/verdict.py and render/verdict.py (docs/methods.md section 12): epochs to target
-from convergence runs x per-epoch time at a bandwidth from speed rounds, the speedup to accuracy
-and its interval, "not reached", the ceiling, the fastest method close to exact, and the
-decomposition against an end-to-end run, an asynchronous method timed end to end. Hand-made runs, no training."""
+from convergence runs x per-epoch time at a bandwidth from speed rounds, the speedup to accuracy,
+its interval, pairs and verdict against the A/A interval, "not reached", the ceiling, the fastest
+close method (only at a clean point, where its interval clears the A/A interval), the
+decomposition against end-to-end runs, asynchronous methods end to end. No training."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -41,12 +42,13 @@ def conv():
     return verdict.convergence(Loaded(recs, ["toy"], ["exact", "digest-I10", "partition"]))
 
 
-def speed_runs():
+def speed_runs(wobble=(1, 1.02, 0.98)):
+    """Three rounds at 50mbit; the A/A twin's epochs are exact's x ``wobble`` (by round)."""
     recs = []
     for r in range(3):
         slow = (1.0, 2.0, 1.5)[r]  # a slow round hits every method alike
         recs += [run("exact@50mbit", 0, [np.nan] * 23, [slow] * 23, "exact", r),
-                 run("exact-aa@50mbit", 0, [np.nan] * 23, [slow * (1, 1.02, 0.98)[r]] * 23,
+                 run("exact-aa@50mbit", 0, [np.nan] * 23, [slow * wobble[r]] * 23,
                      "exact", r),
                  run("digest-I10@50mbit", 0, [np.nan] * 23, [0.25 * slow] * 23, "digest", r,
                      {"sync_interval": 10}),
@@ -66,9 +68,14 @@ def test_speedup_to_accuracy_is_epochs_ratio_times_per_epoch_ratio(conv):
     times = verdict.round_times(speed_runs(), 3)
     sp = verdict.speedups(conv, times, ["50mbit"]).set_index("method")
     d = sp.loc["digest-I10"]  # (12 / 20) x 4 = 2.4; the rounds agree (4x each), the seeds do not:
-    assert (d.speedup, d.lo, d.hi) == pytest.approx((2.4, 2.0, 2.8))  # (10 or 14) / 20 x 4
+    # three of each: the widened tails reach the draws of one seed three times, (10 or 14) / 20 x 4
+    assert (d.speedup, d.lo, d.hi) == pytest.approx((2.4, 2.0, 2.8))
     assert d.per_epoch == pytest.approx(4.0) and d.ceiling == pytest.approx(10.0)
-    assert d.of_ceiling == pytest.approx(0.4) and not d.noisy and d.note == ""
+    assert d.of_ceiling == pytest.approx(0.4) and d.clean and d.note == ""
+    # three rounds at one seed, clear of the A/A interval; exact is the reference
+    assert (d.pairs, d.verdict, sp.loc["exact", "verdict"]) == (3, "faster", "reference")
+    # the A/A twin over exact, by round 1, 1 / 1.02, 1 / 0.98: inside [0.95, 1.05]
+    assert d.aa == pytest.approx((1 + 1 / 1.02 + 1 / 0.98) / 3) and d.aa_pairs == 3
     assert sp.loc["partition", "note"] == verdict.NOT_REACHED  # seed 2 never reaches the target
     assert np.isnan(sp.loc["partition", "speedup"])
 
@@ -108,23 +115,38 @@ def test_accuracy_table_fastest_and_sentence(conv):
     acc.loc[acc.method == "digest-I10", "delta"] = -0.3
     assert verdict.fastest(acc, sp, "50mbit") == "digest-I10"
     text = verdict_render.sentence("toy", acc, sp, ["50mbit"])
-    assert text.endswith("at 50mbit, digest-I10 (2.40x [2.00, 2.80]).")
-    # an interval that holds 1: the fastest point estimate is named, and said not to be a gain
+    assert text.endswith("at 50mbit, digest-I10 (2.40x [2.00, 2.80]). The intervals named rest "
+                         "on 3 pairs, below the 6 the protocol asks.")
+    # an interval that overlaps the A/A interval: no winner; the fastest point estimate is
+    # named, and said not to be a gain
     held = sp.copy()
-    held.loc[held.method == "digest-I10", "lo"] = 0.95
+    held.loc[held.method == "digest-I10", ["lo", "verdict"]] = [0.95, "no measurable difference"]
     assert verdict_render.sentence("toy", acc, held, ["50mbit"]).endswith(
-        "at 50mbit, digest-I10 (2.40x [0.95, 2.80]: not measurably faster than exact).")
+        "at 50mbit, none measurably faster than exact (the fastest, digest-I10, 2.40x [0.95, "
+        "2.80], does not clear the A/A interval).")
     md = verdict_render.table(acc, sp, ["50mbit"])
-    assert "| digest-I10 | 79.00 ± 0.00 | -0.30 [" in md and "| 2.40x [2.00, 2.80] |" in md
+    assert "| digest-I10 | 79.00 ± 0.00 | -0.30 [" in md
+    assert "| 2.40x [2.00, 2.80], faster; 3 pairs (< 6) |" in md
+    assert "| exact | 80.00 ± 0.00 | reference | 12.0 (3/3) | 1.00 | reference |" in md
     assert "| partition |" in md and "| not reached |" in md
+
+
+def frame(rows: dict) -> pd.DataFrame:
+    """A clean point's speed frame at 50mbit as ``speedups`` gives it: exact's reference row (A/A
+    [0.98, 1.02], 6 pairs) and ``rows``, each verdict from its interval against the A/A's."""
+    body = pd.DataFrame({"bandwidth": "50mbit", **rows})
+    body["verdict"] = ["faster" if lo > 1.02 else "no measurable difference" for lo in body.lo]
+    ref = pd.DataFrame({"method": ["exact"], "bandwidth": "50mbit", "verdict": "reference"})
+    return pd.concat([ref, body], ignore_index=True).assign(
+        clean=True, pairs=6, aa=1.0, aa_lo=0.98, aa_hi=1.02, aa_pairs=6)
 
 
 def test_the_sentence_names_the_close_methods_the_intervals_do_not_rank_below_the_fastest():
     acc = pd.DataFrame({"method": ["exact", "a", "b", "c", "far"],
                         "delta": [0.0, -0.1, -0.2, +0.1, -2.0]})
-    speed = pd.DataFrame({"method": ["a", "b", "c", "far"], "bandwidth": "50mbit",
-                          "speedup": [2.3, 2.2, 1.5, 3.0], "lo": [1.6, 2.0, 1.4, 2.9],
-                          "hi": [3.0, 2.4, 1.55, 3.1], "noisy": False})
+    rows = {"method": ["a", "b", "c", "far"], "speedup": [2.3, 2.2, 1.5, 3.0],
+            "lo": [1.6, 2.0, 1.4, 2.9], "hi": [3.0, 2.4, 1.55, 3.1]}
+    speed = frame(rows)
     # "far" is faster but 2 points below exact; "c" ends below a's lower end: ranked below it
     assert verdict.fastest(acc, speed, "50mbit") == "a"
     assert list(verdict.rivals(acc, speed, "50mbit", "a").method) == ["b"]
@@ -132,14 +154,40 @@ def test_the_sentence_names_the_close_methods_the_intervals_do_not_rank_below_th
         "at 50mbit, a (2.30x [1.60, 3.00]; not measurably ahead of b (2.20x)).")
     # beyond RIVALS close rivals the rest are counted, fastest named first
     many = pd.DataFrame({"method": ["exact", *"abcde"], "delta": 0.0})
-    wide = pd.DataFrame({"method": list("abcde"), "bandwidth": "50mbit", "noisy": False,
-                         "speedup": [2.5, 2.1, 2.4, 2.2, 2.3], "lo": 1.5, "hi": 3.0})
+    wide = frame({"method": list("abcde"), "speedup": [2.5, 2.1, 2.4, 2.2, 2.3], "lo": 1.5,
+                  "hi": 3.0})
     assert verdict_render.sentence("toy", many, wide, ["50mbit"]).endswith(
         "not measurably ahead of c (2.40x), e (2.30x), d (2.20x) and 1 more).")
-    # a fastest method whose interval holds 1 is not measurably faster than exact: no rivals named
-    held = speed.assign(lo=[0.9, 2.0, 1.4, 2.9])
+    # the fastest point estimate overlaps the A/A interval: the fastest that clears it is named
+    held = frame({**rows, "lo": [0.9, 2.0, 1.4, 2.9]})
+    assert (verdict.winner(acc, held, "50mbit"), verdict.fastest(acc, held, "50mbit")) == ("b", "a")
     assert verdict_render.sentence("toy", acc, held, ["50mbit"]).endswith(
-        "at 50mbit, a (2.30x [0.90, 3.00]: not measurably faster than exact).")
+        "at 50mbit, b (2.20x [2.00, 2.40]; not measurably ahead of a (2.30x)).")
+    # none close clears it: the fastest point estimate is named, and said not to be a gain
+    none = frame({**rows, "lo": [0.9, 0.95, 0.9, 2.9]})
+    assert verdict.winner(acc, none, "50mbit") is None
+    assert verdict_render.sentence("toy", acc, none, ["50mbit"]).endswith(
+        "at 50mbit, none measurably faster than exact (the fastest, a, 2.30x [0.90, 3.00], does "
+        "not clear the A/A interval).")
+
+
+def test_a_point_that_is_not_clean_names_no_winner_and_says_so_in_every_cell(conv):
+    # the twin's rounds 1.0, 1.2, 0.85 of exact's: its interval [0.83, 1.18] leaves [0.95, 1.05]
+    sp = verdict.speedups(conv, verdict.round_times(speed_runs((1.0, 1.2, 0.85)), 3), ["50mbit"])
+    acc, d = verdict.accuracy(conv), sp.set_index("method").loc["digest-I10"]
+    acc.loc[acc.method == "digest-I10", "delta"] = -0.3  # close to exact: it would be named
+    assert not d.clean and d.aa_lo < 0.95 and d.aa_hi > 1.05
+    assert d.verdict == "A/A not clean: no verdict" and d.lo > d.aa_hi  # however far it clears
+    assert verdict.winner(acc, sp, "50mbit") is None
+    assert verdict_render.sentence("toy", acc, sp, ["50mbit"]).endswith(
+        f"at 50mbit, no winner named (A/A interval [{d.aa_lo:.2f}, {d.aa_hi:.2f}] not inside "
+        "[0.95, 1.05]).")
+    md = verdict_render.table(acc, sp, ["50mbit"])
+    assert "| 2.40x [2.00, 2.80], A/A not clean: no verdict; 3 pairs (< 6) |" in md
+    assert "| not reached (A/A not clean) |" in md  # partition's cell says it too
+    assert "| exact | 80.00 ± 0.00 | reference | 12.0 (3/3) | 1.00 | reference |" in md  # no flag
+    assert "clean (the interval inside [0.95, 1.05]) at 0 of 1 bandwidths; at 50mbit" in \
+        verdict_render.aa_line(sp, ["50mbit"])
 
 
 def test_a_graph_without_speed_runs_shows_its_accuracy_and_what_it_waits_for(conv):
@@ -209,7 +257,10 @@ def test_an_asynchronous_method_is_timed_end_to_end_not_decomposed():
     sp = verdict.speedups(conv, times, ["50mbit"], measured).set_index("method")
     a = sp.loc["digest-async-I10"]  # exact at seeds 0, 1: mean 11 epochs x median 1.5 s / 7.5 s
     assert a.speedup == pytest.approx(2.2) and a.lo <= a.speedup <= a.hi and a.note == "end to end"
-    assert verdict_render._iv(a).startswith("2.20x [") and verdict_render._iv(a).endswith("(end to end)")
+    assert a.pairs == 2  # its seeds measured end to end
+    cell = verdict_render._iv(sp.reset_index().query("method == 'digest-async-I10'").iloc[0])
+    assert cell.startswith("2.20x [")
+    assert cell.endswith(f"] (end to end), {a.verdict}; 2 pairs (< 6)")
     assert verdict.decomposition_error(conv, times, e2e).empty  # not a check of the decomposition
     # seed 2 never reaches it in its 40 epochs of 0.2 s: its 8 s are a lower bound on its time,
     # so the speedup is at most exact's (mean 12 epochs x 1.5 s) / the mean of 6, 9 and 8 s
@@ -229,11 +280,12 @@ def test_an_asynchronous_method_is_timed_end_to_end_not_decomposed():
 def test_the_a_a_line_counts_the_bandwidths_whose_noise_floor_passes(conv):
     sp = verdict.speedups(conv, verdict.round_times(speed_runs(), 3), ["50mbit"])
     line = verdict_render.aa_line(sp, ["50mbit"])
-    assert "50mbit 1.00x [0.98, 1.02]; the median within [0.95, 1.05] at 1 of 1 bandwidths, every " \
-        "interval holding 1." in line
-    sp.loc[sp.method == "exact", ["aa", "noisy"]] = [1.08, True]
+    assert line.startswith("A/A check (exact's twin over exact per epoch, mean over 3 pairs "
+                           "[95%]): 50mbit 1.00x [0.98, 1.02]; clean (the interval inside [0.95, "
+                           "1.05]) at 1 of 1 bandwidths. Fewer than the 6 pairs the protocol asks")
+    sp.loc[sp.method == "exact", ["aa_hi", "clean"]] = [1.08, False]
     line = verdict_render.aa_line(sp, ["50mbit"])
-    assert "within [0.95, 1.05] at 0 of 1 bandwidths; at 50mbit the interval" in line
+    assert "at 0 of 1 bandwidths; at 50mbit the two identical runs are not shown equivalent" in line
 
 
 def test_the_figure_is_written(conv, tmp_path):
