@@ -63,6 +63,17 @@ class Convergence:
     mib: float
     best_val: dict = field(default_factory=dict)
     q: float = Q  # the target's fraction of exact's mean best validation accuracy
+    predicted: float | None = None  # SAT: share of (step, layer) reading the prediction
+
+
+PREDICTION_USED = "sat_used_l"  # SAT's per-layer column: 1 where a step read the prediction
+
+
+def prediction_share(metrics: pd.DataFrame) -> float | None:
+    """SAT: the share of (step, layer) in which the gate let the prediction through (the rest read
+    DIGEST's store rows); None for a method without a predictor."""
+    used = [c for c in metrics.columns if c.startswith(PREDICTION_USED)]
+    return float(metrics[used].to_numpy().mean()) if used else None
 
 
 def epochs_to(metrics: pd.DataFrame, target: float) -> int | None:
@@ -100,8 +111,12 @@ def convergence(loaded: Loaded, q: float | None = None) -> dict[str, Convergence
         c.best_val[r.seed] = float(r.summary["best_val"])
         c.best_epoch[r.seed] = int(r.summary.get("best_epoch", m["val_acc"].idxmax())) + 1
         c.mib += float(m["bytes_total"].mean()) / 2**20
-    for c in out.values():  # the sum over seeds -> their mean
+        share = prediction_share(m)
+        if share is not None:
+            c.predicted = (c.predicted or 0.0) + share
+    for c in out.values():  # the sums over seeds -> their means
         c.mib /= len(c.seeds)
+        c.predicted = None if c.predicted is None else c.predicted / len(c.seeds)
     return out
 
 
@@ -257,6 +272,7 @@ def accuracy(conv: dict) -> pd.DataFrame:
                      "epochs": float(np.mean(reached)) if len(reached) == len(c.epochs) else np.nan,
                      "reached": f"{len(reached)}/{len(c.epochs)}", "mib": c.mib,
                      "converged": converged(c) if is_exact(label) else None, "q": c.q,
+                     "predicted": c.predicted,
                      "best_val": [c.best_val[s] for s in sorted(c.best_val)]})
     return pd.DataFrame(rows)
 

@@ -46,6 +46,17 @@ def _acc(r) -> str:
     return f"{r.test_mean:.2f}{std}", f"{r.delta:+.2f} [{r.delta_lo:+.2f}, {r.delta_hi:+.2f}]"
 
 
+def _label(r) -> str:
+    """The method's cell; SAT's says how often its gate let the prediction through, and where
+    never, that the row is DIGEST's training plus the predictor's cost."""
+    if r.predicted is None or (isinstance(r.predicted, float) and math.isnan(r.predicted)):
+        return r.method
+    if r.predicted == 0:
+        return (f"{r.method} (prediction read at 0% of steps: DIGEST's training plus the "
+                "predictor's cost)")
+    return f"{r.method} (prediction read at {r.predicted:.0%} of steps)"
+
+
 def table(acc: pd.DataFrame, speed: pd.DataFrame, bandwidths: list) -> str:
     """The graph's table: one row a method."""
     rows = []
@@ -54,7 +65,7 @@ def table(acc: pd.DataFrame, speed: pd.DataFrame, bandwidths: list) -> str:
         cells = [_iv(x) for x in speed[speed.method == r.method].set_index("bandwidth")
                  .reindex(bandwidths).reset_index().itertuples()]
         epochs = "not reached" if math.isnan(r.epochs) else f"{r.epochs:.1f}"
-        rows.append([r.method, a, d, f"{epochs} ({r.reached})", f"{r.mib:.2f}", *cells])
+        rows.append([_label(r), a, d, f"{epochs} ({r.reached})", f"{r.mib:.2f}", *cells])
     return md_table(["method", "test acc. %", "Δ vs exact [95%]",
                      f"epochs to {q_of(acc):g} (reached)",
                      "MiB/epoch", *[f"speedup to accuracy @ {bw} [95%]" for bw in bandwidths]],
