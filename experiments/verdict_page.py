@@ -15,8 +15,11 @@ import os
 import sys
 from pathlib import Path
 
+import pandas as pd
+
 from .analysis import verdict
 from .render import verdict as verdict_render
+from .render import verdict_screen
 from .suites.layout import runs_folder
 from .suites.load import Loaded, load, missing_parts
 from .suites.suite import load_suite, network_of
@@ -79,22 +82,43 @@ def states(root: Path = REPO) -> dict:
     return {graph: state(suites, root) for graph, suites in GRAPHS.items()}
 
 
+ADVISE = ("python -m digest advise --dataset file:my_graph.pt --workers 8 --bandwidth 10gbit "
+          "--compute-rate 2tflops")
+
+
 def lead(page_dir: Path, graphs: dict) -> str:
     """The block that leads README.md and results/README.md (``page_dir``: the page's folder,
-    relative to the repository; ``graphs``: ``states()``): each graph's sentence, table and
-    figure where its speed runs have begun, one line for the graphs still waiting."""
+    relative to the repository; ``graphs``: ``states()``): the one-screen table over the graphs
+    whose speed runs have begun, the command that answers for the reader's own cluster, where the
+    wide tables, the CSV and the figures are; one line for the graphs still waiting."""
     link = os.path.relpath(OUT / "README.md", page_dir)
-    lines, waiting = [], []
-    for graph, (kind, *got) in graphs.items():
-        figure = os.path.relpath(PLOTS / verdict_render.figure_name(graph), page_dir)
-        if kind == "verdict":
-            lines += verdict_render.lead(graph, got[0], got[1], figure)
-        else:
-            waiting.append(f"**{graph}**")
+    ready = {g: got[0] for g, (kind, *got) in graphs.items() if kind == "verdict"}
+    waiting = [f"**{g}**" for g, (kind, *_) in graphs.items() if kind != "verdict"]
+    lines = []
+    if ready:
+        figures = ", ".join(
+            f"[{g}]({os.path.relpath(PLOTS / verdict_render.figure_name(g), page_dir)})"
+            for g in ready)
+        lines += [verdict_screen.screen(ready),
+                  f"Each cell: the first to the target among the methods within "
+                  f"{verdict.CLOSE} points of exact's test accuracy, its speedup to accuracy over "
+                  "exact [95%], where its interval clears exact's A/A interval at a clean point. "
+                  f"Per method, every point, what decides it and the cluster it stands for: "
+                  f"[the verdict]({link}) ([verdict.csv]"
+                  f"({os.path.relpath(OUT / 'verdict.csv', page_dir)}); figures: {figures}).", "",
+                  f"Your graph and cluster, predicted before anything is trained: `{ADVISE}`.",
+                  ""]
     if waiting:  # one line for the graphs still waiting
         lines += [f"{', '.join(waiting)}: speedups to accuracy not measured yet ([the verdict]"
                   f"({link}) says what has run).", ""]
     return "\n".join(lines).rstrip("\n") + "\n"
+
+
+def csv_text(graphs: dict) -> str:
+    """results/verdict/verdict.csv: every cell of every graph's verdict."""
+    rows = [row for g, (kind, *got) in graphs.items() if kind == "verdict"
+            for row in verdict_screen.csv_rows(g, got[0])]
+    return pd.DataFrame(rows).to_csv(index=False, lineterminator="\n")
 
 
 def _complete_bandwidths(speed: Loaded) -> tuple[list, list]:
@@ -120,15 +144,18 @@ def main(argv=None) -> int:
     if not args.check:
         (REPO / PLOTS).mkdir(parents=True, exist_ok=True)
     text = page(REPO, written, draw=not args.check)
-    target = REPO / OUT / "README.md"
+    target, table = REPO / OUT / "README.md", REPO / OUT / "verdict.csv"
+    cells = csv_text(states(REPO))
     if args.check:
-        same = target.exists() and target.read_text() == text
-        print(f"verdict_page: {target.relative_to(REPO)} " + ("reproduced exactly" if same else
-                                                             "differs (run without --check)"))
+        same = (target.exists() and target.read_text() == text and table.exists()
+                and table.read_text() == cells)
+        print(f"verdict_page: {target.relative_to(REPO)} and verdict.csv " + (
+            "reproduced exactly" if same else "differ (run without --check)"))
         return 0 if same else 1
     target.parent.mkdir(parents=True, exist_ok=True)
     target.write_text(text)
-    print(f"verdict_page: {target.relative_to(REPO)}, {len(written)} plot(s)")
+    table.write_text(cells)
+    print(f"verdict_page: {target.relative_to(REPO)}, verdict.csv, {len(written)} plot(s)")
     return 0
 
 

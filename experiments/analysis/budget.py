@@ -11,7 +11,7 @@ import pandas as pd
 from digest.training.metrics import best_validation
 
 from ..suites.load import Loaded
-from .verdict import CONVERGED  # exact's best-validation epoch at most this fraction of a budget
+from .convergence import CONVERGED  # exact's best-validation epoch at most this fraction of a budget
 
 COLUMNS = ["dataset", "method", "workers", "budget", "seeds", "test_acc", "test_acc_std",
            "diff_vs_exact", "diff_min", "diff_max", "best_epoch_max", "converged"]

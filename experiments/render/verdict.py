@@ -14,15 +14,11 @@ import pandas as pd
 from .figures import panel_grid, panels, save, style, titles
 from .markdown import md_table
 from ..analysis.paired import AA_BAND, MIN_PAIRS, NOT_CLEAN, few_pairs
-from ..analysis.verdict import (CLOSE, CONVERGED, FALLBACK, Q, GraphVerdict, clean_at, fastest,
-                                rivals, winner)
+from ..analysis.convergence import CONVERGED, FALLBACK, Q
+from ..analysis.verdict import CLOSE, GraphVerdict, clean_at, fastest, rivals, winner
+from .verdict_screen import points_lines, q_of
 
 RIVALS = 3  # close rivals named in a sentence; the rest counted
-
-
-def q_of(acc: pd.DataFrame) -> float:
-    """The graph's target fraction (analysis/verdict.py ``convergence``)."""
-    return float(acc.q.iloc[0]) if "q" in acc else Q
 
 
 def _iv(row) -> str:
@@ -179,14 +175,6 @@ def figure_name(graph: str) -> str:
     return f"{graph}_speedup_to_accuracy.png"
 
 
-def lead(graph: str, v: GraphVerdict, waiting: list, figure: str) -> list[str]:
-    """A graph's lines in the block that leads README.md: its sentence, its table, its figure."""
-    later = f" Not yet timed at {', '.join(waiting)}." if waiting else ""
-    return [sentence(graph, v.acc, v.speed, v.bandwidths) + later, "",
-            table(v.acc, v.speed, v.bandwidths), "",
-            f"![{graph}: speedup to accuracy against bandwidth]({figure})", ""]
-
-
 def missing_section(graph: str, counts: list[str]) -> list[str]:
     """A graph whose suites are not complete yet: what ran so far."""
     return [f"## {graph}", "",
@@ -227,6 +215,7 @@ def graph_section(graph: str, v: GraphVerdict, e2e: str | None,
     lines = [f"## {graph}", "", *later, sentence(graph, v.acc, v.speed, v.bandwidths), "",
              _converged(v.acc),
              "", table(v.acc, v.speed, v.bandwidths), "",
+             *points_lines(v.points),
              aa_line(v.speed, v.bandwidths), "",
              "Per-epoch speedup as a fraction of its ceiling (exact over partition-based per "
              "epoch, section 13):", "", ceilings(v.speed, v.bandwidths)]

@@ -337,14 +337,14 @@ def test_a_section_says_which_bandwidths_wait(conv):
 def test_the_lead_block_links_from_the_page_it_leads(conv):
     from experiments import verdict_page
     sp = verdict.speedups(conv, verdict.round_times(speed_runs(), 3), ["50mbit"])
-    graphs = {"toy": ("verdict", verdict.GraphVerdict(verdict.accuracy(conv), sp, ["50mbit"]),
-                      ["1gbit"]),
-              "other": ("missing", ["a: 0 of 3 runs", "b: 0 of 9 runs"]),
+    toy = verdict.GraphVerdict(verdict.accuracy(conv), sp, ["50mbit"])
+    graphs = {"toy": ("verdict", toy, ["1gbit"]), "other": ("missing", ["a: 0 of 3 runs"]),
               "third": ("missing", ["c: 0 of 3 runs"])}
     top, index = verdict_page.lead(Path("."), graphs), verdict_page.lead(Path("results"), graphs)
-    assert top.startswith("On toy, the first to 0.99") and "Not yet timed at 1gbit." in top
-    assert "![toy: speedup to accuracy against bandwidth](plots/verdict/toy_speedup_to_accuracy.png)" in top
-    assert "(../plots/verdict/toy_speedup_to_accuracy.png)" in index
+    assert top.startswith("| graph | target (x exact's best val.) | 50mbit |\n")
+    assert "| toy | 0.99 | " in top and verdict_page.ADVISE in top
+    assert "[toy](plots/verdict/toy_speedup_to_accuracy.png)" in top and \
+        "[toy](../plots/verdict/toy_speedup_to_accuracy.png)" in index
+    assert "[verdict.csv](verdict/verdict.csv)" in index
     assert ("**other**, **third**: speedups to accuracy not measured yet ([the verdict]"
             "(verdict/README.md)") in index
-    assert "| digest-I10 | 79.00 ± 0.00 |" in top

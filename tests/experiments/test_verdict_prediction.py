@@ -6,7 +6,7 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
-from experiments.analysis.verdict import prediction_share
+from experiments.analysis.convergence import prediction_share
 from experiments.render.verdict import _label
 
 
