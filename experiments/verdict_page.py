@@ -17,6 +17,8 @@ from pathlib import Path
 
 import pandas as pd
 
+from digest.runtime.netem import parse_rate
+
 from .analysis import verdict
 from .render import verdict as verdict_render
 from .render import verdict_screen
@@ -72,7 +74,7 @@ def graph_section(graph: str, suites: tuple, root: Path, written: list,
         return verdict_render.partial_section(graph, *got)
     v, waiting = got
     if draw:
-        verdict_render.figure(graph, v.speed, verdict.BITS, root / PLOTS, written,
+        verdict_render.figure(graph, v.speed, v.points, root / PLOTS, written,
                               verdict_render.q_of(v.acc))
     return verdict_render.graph_section(graph, v, suites[3], waiting)
 
@@ -126,7 +128,7 @@ def _complete_bandwidths(speed: Loaded) -> tuple[list, list]:
     runs in parts, one bandwidth at a time), and those still waiting for runs."""
     waiting = {network_of(missing_parts(m)[1]) for m in speed.missing}
     present = {network_of(r.label) for r in speed.records + speed.later}
-    order = sorted(present | waiting, key=lambda b: -verdict.BITS.get(b, 0))
+    order = sorted(present | waiting, key=lambda b: -parse_rate(b)[0])
     return [b for b in order if b in present - waiting], [b for b in order if b in waiting]
 
 

@@ -33,6 +33,8 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from digest.runtime.netem import parse_rate
+
 from . import periods
 from ..suites.suite import base_label, is_exact, network_of
 from ..suites.load import Loaded
@@ -43,7 +45,6 @@ from .verdict_points import points
 CLOSE = 0.5         # points: "within this much of exact's accuracy" for the sentence
 ASYNC = ("digest-async", "digest-async-vanishing")  # methods timed end to end only
 NOT_REACHED = "not reached"
-BITS = {"10gbit": 1e10, "1gbit": 1e9, "100mbit": 1e8, "50mbit": 5e7}  # bandwidths, fastest first
 
 
 def round_times(speed: Loaded, warmup: int) -> dict:
@@ -276,7 +277,7 @@ def of_graph(converge: Loaded, speed: Loaded, e2e: Loaded | None = None) -> Grap
     conv = convergence(converge)
     times = round_times(speed, speed.warmup)
     bws = sorted({network_of(r.label) for r in speed.records if network_of(r.label)},
-                 key=lambda b: -BITS.get(b, 0))
+                 key=lambda b: -parse_rate(b)[0])
     err = decomposition_error(conv, times, e2e) if e2e is not None else None
     measured = end_to_end(conv, e2e) if e2e is not None else None
     return GraphVerdict(accuracy(conv), speedups(conv, times, bws, measured), bws, err,

@@ -147,27 +147,35 @@ def figure_panels(methods: list) -> list:
     return panels([m for m in methods if m != "exact"])
 
 
-def figure(graph: str, speed: pd.DataFrame, bits: dict, out: Path, written: list,
+def figure(graph: str, speed: pd.DataFrame, points: pd.DataFrame, out: Path, written: list,
            q: float = Q) -> None:
-    """Speedup to accuracy (target ``q`` x exact's) against bandwidth (bit/s, log axis),
-    intervals as error bars, the methods in panels of at most MAX_SERIES."""
+    """Speedup to accuracy (target ``q`` x exact's) against what decides each point, exact's
+    share of its epoch in collectives (``points``; the bandwidth a second label under it),
+    intervals as error bars, the methods in panels (at most MAX_SERIES each, no two families of
+    one colour) on one shared scale."""
     speed = speed[speed.speedup.notna()]
     groups = figure_panels(list(dict.fromkeys(speed.method)))
     if not groups:
         return
-    fig, axes = panel_grid(len(groups), width=6.0, height=4.2, cols=min(3, len(groups)))
+    share = points.set_index("bandwidth").exact_comm_share
+    fig, axes = panel_grid(len(groups), width=6.0, height=4.2, cols=min(3, len(groups)),
+                           share=True)
     for ax, panel in zip(axes, groups):
         for m in panel.labels:
-            p = speed[speed.method == m].assign(bit_s=lambda f: f.bandwidth.map(bits))
-            p = p.sort_values("bit_s")
-            ax.errorbar(p.bit_s, p.speedup, yerr=[p.speedup - p.lo, p.hi - p.speedup],
+            p = speed[speed.method == m].assign(x=lambda f: f.bandwidth.map(share))
+            p = p.sort_values("x")
+            ax.errorbar(p.x, p.speedup, yerr=[p.speedup - p.lo, p.hi - p.speedup],
                         capsize=3, label=m, **style(m, panel.labels))
         ax.axhline(1.0, color="#777777", lw=0.8, ls=":")
-        ax.set_xscale("log")
-        ax.set_xlabel("emulated bandwidth per link (bit/s)")
+        ax.set_xscale("logit")  # shares near 100% spread out: the ratio comm / compute decides
+        ax.set_xticks(share.values, [f"{100 * v:.0f}% ({bw})" for bw, v in share.items()],
+                      fontsize=7, rotation=90)
+        ax.minorticks_off()
+        ax.set_xlabel("exact's share of its epoch in collectives (emulated bandwidth)")
         ax.set_ylabel(f"speedup to {q:g} x exact's accuracy")
         ax.legend(fontsize=7)
-    titles(fig, axes, groups, f"{graph}: time to accuracy over exact's, by bandwidth")
+    titles(fig, axes, groups, f"{graph}: time to accuracy over exact's, by exact's "
+                              "communication share")
     save(fig, out / figure_name(graph), written)
 
 

@@ -289,9 +289,9 @@ def test_the_a_a_line_counts_the_bandwidths_whose_noise_floor_passes(conv):
 
 
 def test_the_figure_is_written(conv, tmp_path):
-    sp = verdict.speedups(conv, verdict.round_times(speed_runs(), 3), ["50mbit"])
-    written = []
-    verdict_render.figure("toy", sp, {"50mbit": 5e7}, tmp_path, written)
+    sp, written = verdict.speedups(conv, verdict.round_times(speed_runs(), 3), ["50mbit"]), []
+    verdict_render.figure("toy", sp, pd.DataFrame({"bandwidth": ["50mbit"],
+                                                    "exact_comm_share": [0.9]}), tmp_path, written)
     assert written == [tmp_path / "toy_speedup_to_accuracy.png"] and written[0].stat().st_size > 0
 
 
