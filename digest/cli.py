@@ -230,6 +230,9 @@ def run(given: dict, argv: list | None = None) -> tuple[dict | None, str]:
         config_mod.validate(cfg)
     except ValueError as e:
         raise UsageError(str(e)) from None
+    if cfg.optim.stop_at_val and methods.get(cfg.method).trainer is not None:
+        raise UsageError(f"--stop-at-val: {cfg.method} evaluates its snapshots after the run "
+                         "(asynchronous); give --epochs")
     world = int(os.environ["WORLD_SIZE"]) if under_torchrun() else None
     if world is None and cfg.runtime.workers > 1:
         prestart(WORKER_MODULES)  # its imports overlap with the partition's loading

@@ -67,6 +67,10 @@ class OptimConfig:
     weight_decay: float = option(0.0, "Adam weight decay")
     epochs: int = option(100, "full-graph steps")
     eval_every: int = option(1, "exact full-graph evaluation every N epochs")
+    stop_at_val: float = option(0.0, "stop after the first evaluation whose validation accuracy "
+                                "reaches this (0: never); --epochs still sets every schedule "
+                                "scaled to the budget (VARCO's ratio, a vanishing sync schedule), "
+                                "so the run is the budget's up to there")
 
 
 @dataclass
@@ -190,6 +194,7 @@ def validate(cfg: TrainConfig) -> None:
         (cfg.optim.weight_decay >= 0, "--weight-decay must be >= 0"),
         (cfg.optim.epochs >= 1, "--epochs must be >= 1"),
         (cfg.optim.eval_every >= 1, "--eval-every must be >= 1"),
+        (0 <= cfg.optim.stop_at_val <= 1, "--stop-at-val must be in [0, 1]"),
         (cfg.runtime.timeout > 0, "--timeout must be > 0"),
         (cfg.runtime.checkpoint_every >= 0, "--checkpoint-every must be >= 0"),
     ]

@@ -30,8 +30,9 @@ CONFIG = "config.json"  # the run's settings, next to the rank files, readable w
 # Settings a resumed run may change: where and how it runs, how long, how often it reports.
 # Every other setting (dataset, method, model, hyperparameters, seed...) must stay the same; the
 # world size is checked on its own (``--workers`` is ignored under torchrun).
-RUNNING = frozenset({"epochs", "out", "resume", "timeout", "checkpoint_every", "device",
-                     "progress", "data_root", "eval_every", "workers", "profile", "overwrite"})
+RUNNING = frozenset({"epochs", "stop_at_val", "out", "resume", "timeout", "checkpoint_every",
+                     "device", "progress", "data_root", "eval_every", "workers", "profile",
+                     "overwrite"})
 
 
 def _path(out_dir: Path, rank: int, epoch: int) -> Path:

@@ -176,6 +176,9 @@ class Trainer:
             if saving:
                 checkpoint.save(out_dir, self, epoch + 1)
             loop.prof.after(epoch)
+            # every rank evaluated the same all-reduced accuracy: they all stop at this epoch
+            if cfg.optim.stop_at_val and row.get("val_acc", -1.0) >= cfg.optim.stop_at_val:
+                break
         loop.close(epochs - self.start_epoch)
         return records.sync_pace(self.rows, cfg.runtime.slow_workers, self.rt.world_size)
 
