@@ -38,6 +38,11 @@ GRAPHS = {"CS": ("CS", "bench_converge_cs", "bench_speed_cs", "bench_e2e_cs"),
           "synthetic-h07": (H07, "bench_converge_synthetic_h07", "bench_speed_synthetic_h07", None)}
 
 
+# name on the pages: the suite of its synchronous methods trained behind a link up to the target
+# on their own schedules, at two or more seeds (the verdict's cells checked end to end)
+TO_TARGET = {"CS": "bench_e2e_sync_cs"}
+
+
 def _runs(root: Path, name: str, dataset: str) -> Loaded:
     """A suite's committed runs on one graph (a suite may hold several graphs)."""
     loaded = load(root / runs_folder(name), load_suite(name))
@@ -46,7 +51,7 @@ def _runs(root: Path, name: str, dataset: str) -> Loaded:
     return loaded
 
 
-def state(suites: tuple, root: Path) -> tuple:
+def state(suites: tuple, root: Path, to_target: str | None = None) -> tuple:
     """Where a graph's benchmark stands: ("missing", counts), ("partial", accuracy frame, the
     speed suite's count) or ("verdict", GraphVerdict, bandwidths still waiting)."""
     dataset, converge, speed, e2e = suites
@@ -61,13 +66,14 @@ def state(suites: tuple, root: Path) -> tuple:
     speed_l.records = [r for r in speed_l.records if network_of(r.label) in done]
     speed_l.later = [r for r in speed_l.later if network_of(r.label) in done]
     e2e_l = _runs(root, e2e, dataset) if e2e else None
-    return "verdict", verdict.of_graph(conv_l, speed_l, e2e_l), waiting
+    sync_l = _runs(root, to_target, dataset) if to_target else None
+    return "verdict", verdict.of_graph(conv_l, speed_l, e2e_l, sync_l), waiting
 
 
 def graph_section(graph: str, suites: tuple, root: Path, written: list,
                   draw: bool = True) -> list[str]:
     """The markdown lines of one graph (what is missing, or its verdict); its figure."""
-    kind, *got = state(suites, root)
+    kind, *got = state(suites, root, TO_TARGET.get(graph))
     if kind == "missing":
         return verdict_render.missing_section(graph, got[0])
     if kind == "partial":
@@ -76,12 +82,12 @@ def graph_section(graph: str, suites: tuple, root: Path, written: list,
     if draw:
         verdict_render.figure(graph, v.speed, v.points, root / PLOTS, written,
                               verdict_render.q_of(v.acc))
-    return verdict_render.graph_section(graph, v, suites[3], waiting)
+    return verdict_render.graph_section(graph, v, suites[3], waiting, TO_TARGET.get(graph))
 
 
 def states(root: Path = REPO) -> dict:
     """Every benchmark graph's ``state``."""
-    return {graph: state(suites, root) for graph, suites in GRAPHS.items()}
+    return {graph: state(suites, root, TO_TARGET.get(graph)) for graph, suites in GRAPHS.items()}
 
 
 ADVISE = ("python -m digest advise --dataset file:my_graph.pt --workers 8 --bandwidth 10gbit "

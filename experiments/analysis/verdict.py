@@ -35,7 +35,7 @@ import pandas as pd
 
 from digest.runtime.netem import parse_rate
 
-from . import periods
+from . import periods, schedule_check
 from ..suites.suite import base_label, is_exact, network_of
 from ..suites.load import Loaded
 from .convergence import converged, convergence, epochs_to, target_of_conv
@@ -269,16 +269,21 @@ class GraphVerdict:
     bandwidths: list
     error: pd.DataFrame | None = None
     points: pd.DataFrame | None = None  # what decides each point (``points``)
+    check: pd.DataFrame | None = None   # the cells against runs to the target (schedule_check)
 
 
-def of_graph(converge: Loaded, speed: Loaded, e2e: Loaded | None = None) -> GraphVerdict:
+def of_graph(converge: Loaded, speed: Loaded, e2e: Loaded | None = None,
+             to_target: Loaded | None = None) -> GraphVerdict:
     """A graph's verdict from its convergence runs, its speed runs and, where there are some, its
-    end-to-end emulated runs (each restricted to the graph)."""
+    end-to-end emulated runs and its runs of every synchronous method up to the target on its
+    own schedule (``to_target``; each restricted to the graph)."""
     conv = convergence(converge)
     times = round_times(speed, speed.warmup)
     bws = sorted({network_of(r.label) for r in speed.records if network_of(r.label)},
                  key=lambda b: -parse_rate(b)[0])
     err = decomposition_error(conv, times, e2e) if e2e is not None else None
     measured = end_to_end(conv, e2e) if e2e is not None else None
-    return GraphVerdict(accuracy(conv), speedups(conv, times, bws, measured), bws, err,
-                        points(speed, bws))
+    sp = speedups(conv, times, bws, measured)
+    checked = (schedule_check.check(to_target, target_of_conv(conv), sp)
+               if to_target is not None and to_target.records else None)
+    return GraphVerdict(accuracy(conv), sp, bws, err, points(speed, bws), checked)

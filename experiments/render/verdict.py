@@ -16,7 +16,7 @@ from .markdown import md_table
 from ..analysis.paired import AA_BAND, MIN_PAIRS, NOT_CLEAN, few_pairs
 from ..analysis.convergence import CONVERGED, FALLBACK, Q
 from ..analysis.verdict import CLOSE, GraphVerdict, clean_at, fastest, rivals, winner
-from .verdict_screen import points_lines, q_of
+from .verdict_screen import check_lines, points_lines, q_of
 
 RIVALS = 3  # close rivals named in a sentence; the rest counted
 
@@ -214,7 +214,7 @@ def partial_section(graph: str, acc: pd.DataFrame, speed_count: str) -> list[str
 
 
 def graph_section(graph: str, v: GraphVerdict, e2e: str | None,
-                  waiting: list | None = None) -> list[str]:
+                  waiting: list | None = None, to_target: str | None = None) -> list[str]:
     """The markdown lines of one graph: the sentence, exact's convergence, the table, the
     speedups against their ceilings and, with end-to-end runs (suite ``e2e``), the check;
     ``waiting``: bandwidths whose speed runs are not complete yet (left out of every number)."""
@@ -229,6 +229,8 @@ def graph_section(graph: str, v: GraphVerdict, e2e: str | None,
              "epoch, section 13):", "", ceilings(v.speed, v.bandwidths)]
     if v.error is not None:
         lines += ["", *decomposition(v.error, e2e)]
+    if v.check is not None:
+        lines += ["", *check_lines(v.check, to_target or "")]
     return lines + [""]
 
 

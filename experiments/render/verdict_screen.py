@@ -109,6 +109,17 @@ def screen(graphs: dict) -> str:
     return md_table(["graph", "target (x exact's best val.)", *heads], rows)
 
 
+def _checked(check: pd.DataFrame | None, method: str, bw: str) -> dict:
+    """The cell's run to the target on its own schedule, where there is one: its speedup end to
+    end and the cell's difference from it (analysis/schedule_check.py)."""
+    row = (check[(check.method == method) & (check.bandwidth == bw)]
+           if check is not None and not check.empty else pd.DataFrame())
+    if row.empty or math.isnan(row.e2e_speedup.iloc[0]):
+        return {"checked_e2e_speedup": "", "checked_difference_pct": ""}
+    return {"checked_e2e_speedup": round(float(row.e2e_speedup.iloc[0]), 3),
+            "checked_difference_pct": round(float(row.error_pct.iloc[0]), 1)}
+
+
 def csv_rows(graph: str, v: GraphVerdict) -> list[dict]:
     """Every cell of a graph's verdict, one row per (point, method), for results/verdict/
     verdict.csv: what decides the point, the target, accuracy, epochs to target by seed, exact's
@@ -144,5 +155,35 @@ def csv_rows(graph: str, v: GraphVerdict) -> list[dict]:
                 ("" if r is None else (r.verdict or r.note)),
                 "source": "reference" if a.method == "exact" else
                 ("end to end" if r is not None and r.note.startswith("end to end") else
-                 "decomposition (epochs x per-epoch time)")})
+                 "decomposition (epochs x per-epoch time)"),
+                **_checked(v.check, a.method, p.bandwidth)})
     return out
+
+
+CHECK_TOLERANCE = 10  # percent: the verdict's cell against its run to the target (section 12)
+
+
+def check_lines(check: pd.DataFrame | None, suite: str) -> list[str]:
+    """The verdict's cells against each synchronous method trained behind the link up to the
+    target on its own schedule (``suite``; analysis/schedule_check.py): per method and point,
+    its seeds, epochs and seconds to the target, the speedup end to end, the cell's, their
+    difference, and how many lie within CHECK_TOLERANCE."""
+    if check is None or check.empty:
+        return []
+    rest = check[check.method != "exact"]
+    ok = int((rest.error_pct.abs() <= CHECK_TOLERANCE).sum())
+    worst = rest.error_pct.abs().max()
+    rows = [[r.method, r.bandwidth, f"{r.reached}/{r.seeds}", r.epochs,
+             "" if math.isnan(r.seconds) else f"{r.seconds:.1f}",
+             "" if math.isnan(r.e2e_speedup) else f"{r.e2e_speedup:.2f}x",
+             "" if math.isnan(r.verdict_speedup) else f"{r.verdict_speedup:.2f}x",
+             "" if math.isnan(r.error_pct) else f"{r.error_pct:+.1f}%"]
+            for r in check.itertuples()]
+    return [f"The cells checked end to end ({suite}): each synchronous method trained behind the "
+            "link with its convergence run's flags (its own schedule) up to the target, its time "
+            "to the target read from its metrics.csv (training clock); speedup end to end = "
+            f"exact's mean time over the method's. {ok} of {len(rest)} cells within "
+            f"{CHECK_TOLERANCE}% of it (largest difference {worst:.1f}%).", "",
+            md_table(["method", "point", "reached", "epochs to target by seed",
+                      "seconds to target (mean)", "speedup end to end", "verdict's cell",
+                      "difference"], rows), ""]
