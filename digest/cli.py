@@ -230,7 +230,8 @@ def run(given: dict, argv: list | None = None) -> tuple[dict | None, str]:
         config_mod.validate(cfg)
     except ValueError as e:
         raise UsageError(str(e)) from None
-    if cfg.optim.stop_at_val and methods.get(cfg.method).trainer is not None:
+    own = methods.get(cfg.method).trainer  # an outer loop of its own ignores Trainer's stop
+    if cfg.optim.stop_at_val and own is not None and own.train is not Trainer.train:
         raise UsageError(f"--stop-at-val: {cfg.method} evaluates its snapshots after the run "
                          "(asynchronous); give --epochs")
     world = int(os.environ["WORLD_SIZE"]) if under_torchrun() else None

@@ -39,21 +39,22 @@ def dataset_classes(info: DatasetInfo, opts: dict) -> int | None:
     return file_classes(opts['path']) if info.kind == 'file' else info.classes
 
 
-def memory_estimate(spec: str, model: tuple[int, int] | None = None) -> int:
+def memory_estimate(spec: str, model: tuple[int, int] | None = None,
+                    classes: int | None = None) -> int:
     """Bytes a load of ``spec`` needs at its peak, roughly: dense float32 features, labels and
     masks, plus 16 bytes per directed edge (two int64 ids) times 3 for the copies made while the
     edges are symmetrised, deduplicated and partitioned. With ``model`` = (hidden width, layers),
     also the training's tensors: every layer's output over all nodes (the last one C wide, C the
     classes the labels imply), each 3 times (the output, its gradient and what autograd keeps),
-    and the weights 4 times (themselves, their gradients, Adam's two moments).
-    Raises DatasetError on a bad spec."""
+    and the weights 4 times (themselves, their gradients, Adam's two moments); ``classes``: C
+    when the caller read it already. Raises DatasetError on a bad spec."""
     info, opts = parse_spec(spec)
     nodes, edges, feats = dataset_size(info, opts)
     need = int(nodes * (feats * 4 + 8 + 3) + edges * 16 * 3)
     if model is None:
         return need
     hidden, layers = model
-    classes = dataset_classes(info, opts) or 1
+    classes = classes or dataset_classes(info, opts) or 1
     widths = [feats, *[hidden] * (layers - 1), classes]
     weights = sum(a * b + b for a, b in zip(widths, widths[1:]))
     return need + int(nodes * sum(widths[1:]) * 4 * 3 + weights * 4 * 4)
@@ -66,11 +67,12 @@ def _human(n: float) -> str:
         n /= 1024
 
 
-def check_memory(spec: str, model: tuple[int, int] | None = None) -> None:
+def check_memory(spec: str, model: tuple[int, int] | None = None,
+                 classes: int | None = None) -> None:
     """Refuse (DatasetError, one line with the estimate) a dataset this machine cannot hold (with
     ``model``: a run of that model on it), before generating or loading anything."""
     import psutil
-    need, have = memory_estimate(spec, model), psutil.virtual_memory().available
+    need, have = memory_estimate(spec, model, classes), psutil.virtual_memory().available
     if need > have:
         what = f'{str(spec).strip()}' + ('' if model is None else
                                          f' (hidden {model[0]}, {model[1]} layers)')
@@ -91,9 +93,10 @@ def check_request(spec: str, parts: int | None = None, flag: str = '--parts',
     nodes = dataset_size(info, opts)[0]
     if parts is not None and not 1 <= parts <= nodes:
         raise UsageError(f'{flag} must be between 1 and the number of nodes ({nodes}), got {parts}')
-    if info.kind == 'file' and (dataset_classes(info, opts) or 0) > nodes:
+    classes = dataset_classes(info, opts) if model is not None or info.kind == 'file' else None
+    if info.kind == 'file' and (classes or 0) > nodes:
         check_file(opts)  # the labels alone, before the memory estimate they would blow up
-    check_memory(spec, model)
+    check_memory(spec, model, classes)
     if info.kind == 'file':  # read whole once here: a bad file is refused before a cache exists
         check_file(opts)
     if partition_file is not None:

@@ -26,10 +26,9 @@ from ..errors import UsageError
 _DIR = "DIGEST_PID_DIR"
 _PREFIX = "digest-pids-"
 GRACE_ENV = "DIGEST_STOPPED_GRACE_S"
-# How long a worker may stay stopped before the run ends naming it. Long enough for a deliberate
-# pause of a few seconds (a SIGSTOP / SIGCONT, a look at it with a debugger), short against the
-# collective timeout; every training step here is far below it, so a running worker never looks
-# stopped that long (it is only stopped while it is stopped).
+# How long a worker may stay stopped before the run ends naming it: long enough for a deliberate
+# pause of a few seconds (a SIGSTOP / SIGCONT, a look with a debugger), short against the default
+# collective timeout (300 s). A slow step never counts: a running worker is not in a stopped state.
 GRACE_S = 30.0
 # A process is stopped (SIGSTOP, Ctrl-Z) or held by a debugger at a breakpoint (ptrace)
 _STOPPED = ("stopped", "tracing-stop")

@@ -1,6 +1,7 @@
 """``--stop-at-val`` (digest/training/trainer.py): a run stops after the first evaluation that
 reaches the target, and what it trained up to there is the full budget's run, schedules scaled to
-``--epochs`` included (VARCO's ratio), row for row; DIGEST-A refuses it in one line."""
+``--epochs`` included (VARCO's ratio), row for row, also for a method with steps of its own
+(mini-batch); DIGEST-A, whose outer loop is its own, refuses it in one line."""
 from __future__ import annotations
 
 import json
@@ -12,7 +13,7 @@ from helpers import DATASET, here, metrics_of
 FLAGS = ["--dataset", DATASET, "--workers", 2, "--hidden", 16, "--epochs", 40, "--no-progress"]
 
 
-@pytest.mark.parametrize("method", ["exact", "varco"])
+@pytest.mark.parametrize("method", ["exact", "varco", "minibatch"])  # minibatch: its own steps
 def test_a_run_stops_at_the_target_as_the_budgets_run_was_there(tmp_path, capsys, data_root,
                                                                   method):
     full, stopped = tmp_path / "full", tmp_path / "stopped"
