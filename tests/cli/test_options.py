@@ -128,6 +128,7 @@ GENERAL = [
     ("--weight-decay", "nan", "--weight-decay must be >= 0"),
     ("--epochs", "0", "--epochs must be >= 1"),
     ("--eval-every", "0", "--eval-every must be >= 1"),
+    ("--stop-at-val", "1.5", "--stop-at-val must be in [0, 1]"),
     ("--workers", "0", "--workers must be"),
     ("--slow-workers", "1:0.5", "--slow-workers"),
     ("--slow-workers", "5:2", "--slow-workers"),  # rank 5 of a world of 2

@@ -2,7 +2,8 @@
 ``python -m digest advise`` ships (digest/advise/convergence.json; docs/methods.md section 13),
 from the committed convergence runs.
 
-A convergence run: one evaluated every epoch for at least 20 epochs, on 2 or more workers (one
+A convergence run: one evaluated every epoch for at least 20 epochs, on 2 or more workers, not
+stopped at a target (``--stop-at-val``; one
 emulated bandwidth per configuration and seed: a synchronous method's curve is the same at every
 bandwidth). Runs are grouped by suite, graph, workers, model, width, depth, dropout, learning
 rate and budget; a group whose runs all appear in another group (a suite that copied another's
@@ -35,7 +36,10 @@ def _epochs(metrics, target: float) -> int | None:
 
 
 def _curve(r, cfg) -> bool:
-    return cfg.optim.eval_every == 1 and cfg.optim.epochs >= 20 and r.workers >= 2
+    """A convergence curve: every epoch evaluated, 20 or more, 2+ workers, not stopped at a
+    target (``--stop-at-val``: its exact's best validation accuracy would be the stop)."""
+    return (cfg.optim.eval_every == 1 and cfg.optim.epochs >= 20 and r.workers >= 2
+            and not cfg.optim.stop_at_val)
 
 
 def _run_id(r) -> tuple:
