@@ -105,10 +105,21 @@ def file_sizes(path) -> tuple[int, int, int]:
     return shapes['x'][0], 2 * shapes['edge_index'][1], shapes['x'][1]
 
 
-# Integer dtypes a label, an edge id or a mask may have (torch's unsigned 16-64 bit types lack
-# the reductions the checks use; numpy's uint16-uint64 arrive as those)
+# Integer dtypes a label, an edge id or a mask may have (numpy's uint16-uint64 arrive as torch's
+# unsigned types, which lack the reductions the checks use: ``widen`` makes them int64 first)
 INTEGERS = (torch.int8, torch.int16, torch.int32, torch.int64, torch.uint8)
 FLOAT32_MAX = float(torch.finfo(torch.float32).max)
+
+
+WIDE_UNSIGNED = (torch.uint16, torch.uint32, torch.uint64)
+
+
+def widen(a: dict) -> dict:
+    """The arrays with numpy's wider unsigned integers (uint16-64) made int64 (features: float64,
+    which holds a uint64 above 2^63), whose reductions torch lacks; the rest as they are."""
+    return {k: v.to(torch.float64 if k == 'x' else torch.int64)
+            if torch.is_tensor(v) and not v.is_sparse and v.dtype in WIDE_UNSIGNED else v
+            for k, v in a.items()}
 
 
 def split_sizes(n: int, train: float, val: float) -> tuple[int, int, int]:
@@ -126,7 +137,7 @@ def classes_of(a: dict) -> int:
 def file_classes(path) -> int | None:
     """The classes a graph file's labels imply (``classes_of``), reading its labels alone; None
     when they are missing or not integers (``check_arrays`` then names the problem)."""
-    a = read_arrays(Path(path), keys=('y', 'num_classes'))
+    a = widen(read_arrays(Path(path), keys=('y', 'num_classes')))
     y, k = a.get('y'), a.get('num_classes')
     if not torch.is_tensor(y) or y.dtype not in INTEGERS or not y.numel() or (
             k is not None and not (torch.is_tensor(k) and k.numel() == 1 and k.dtype in INTEGERS

@@ -13,7 +13,7 @@ from pathlib import Path
 import torch
 
 from .graph import Graph, canonical_edges, degree
-from .graph_file import MASKS, check_arrays, file_sha256, read_arrays
+from .graph_file import MASKS, check_arrays, file_sha256, read_arrays, widen
 from .synthetic import popularity_split, random_split
 
 RULE = ('split', 'train', 'val')  # the spec's options that make a split rule
@@ -28,7 +28,7 @@ FILE_ROWS = [('file:PATH', 'your graph: a torch_geometric Data saved with torch.
 
 def check_file(opts: dict) -> dict:
     """Read and check the file of ``file:PATH`` (``opts`` from ``parse_spec``); its arrays."""
-    arrays = read_arrays(Path(opts['path']))
+    arrays = widen(read_arrays(Path(opts['path'])))
     check_arrays(arrays, f"file:{opts['path']}", {k: v for k, v in opts.items() if k in RULE})
     return arrays
 
