@@ -50,6 +50,12 @@ def epochs_to(metrics: pd.DataFrame, target: float) -> int | None:
     return None if len(hit) == 0 else int(metrics.loc[hit[0], "epoch"]) + 1
 
 
+def training_seconds(metrics: pd.DataFrame, epochs: int | None = None) -> float:
+    """Seconds on the training clock (evaluation is outside it) of a run's first ``epochs``
+    epochs, or of all of them."""
+    return float(metrics["epoch_time"].iloc[:epochs].sum())
+
+
 def target_of(loaded: Loaded, q: float = Q) -> float:
     """q x exact's mean best validation accuracy over its seeds."""
     vals = [r.summary["best_val"] for r in loaded.records if r.label == "exact"]

@@ -12,17 +12,17 @@ import pandas as pd
 
 from ..suites.load import Loaded
 from ..suites.suite import base_label, network_of
-from .convergence import epochs_to
+from .convergence import epochs_to, training_seconds
 
 
-def times_to_target(runs: Loaded, target: float) -> dict:
-    """{(label, bandwidth): {seed: seconds on the training clock to ``target``, or None where
-    the run never got there}}."""
+def to_target(runs: Loaded, target: float) -> dict:
+    """{(label, bandwidth): {seed: (epochs, seconds on the training clock) to ``target``, or
+    None where the run never got there}}."""
     out: dict = {}
     for r in runs.records + runs.later:
         n = epochs_to(r.metrics, target)
         out.setdefault((base_label(r.label), network_of(r.label)), {})[r.seed] = (
-            None if n is None else float(r.metrics["epoch_time"].iloc[:n].sum()))
+            None if n is None else (n, training_seconds(r.metrics, n)))
     return out
 
 
@@ -31,25 +31,20 @@ def check(runs: Loaded, target: float, speed: pd.DataFrame) -> pd.DataFrame:
     target (mean over seeds), the speedup end to end (exact's mean time over its own, over the
     seeds both reached), the verdict's speedup at that cell (``speed``: verdict.speedups) and
     ``error_pct`` = 100 x (verdict / end to end - 1); NaN where either is missing."""
-    times, rows = times_to_target(runs, target), []
-    epochs = {(base_label(r.label), network_of(r.label), r.seed): epochs_to(r.metrics, target)
-              for r in runs.records + runs.later}
-    for (label, bw), by_seed in times.items():
-        ref = times.get(("exact", bw), {})
-        seeds = sorted(s for s, t in by_seed.items() if t is not None
-                       and ref.get(s) is not None)
-        e2e = (np.mean([ref[s] for s in seeds]) / np.mean([by_seed[s] for s in seeds])
-               if seeds else np.nan)
+    reached, rows = to_target(runs, target), []
+    for (label, bw), by_seed in reached.items():
+        ref = reached.get(("exact", bw), {})
+        secs = {s: hit[1] for s, hit in by_seed.items() if hit is not None}
+        both = sorted(s for s in secs if ref.get(s) is not None)
+        e2e = (np.mean([ref[s][1] for s in both]) / np.mean([secs[s] for s in both])
+               if both else np.nan)
         cell = speed[(speed.method == label) & (speed.bandwidth == bw)]
-        verdict = float(cell.speedup.iloc[0]) if len(cell) else np.nan
-        if label == "exact":
-            verdict = 1.0
+        verdict = 1.0 if label == "exact" else float(cell.speedup.iloc[0]) if len(cell) else np.nan
         rows.append({"method": label, "bandwidth": bw, "seeds": len(by_seed),
-                     "reached": sum(t is not None for t in by_seed.values()),
-                     "epochs": ";".join("-" if epochs[(label, bw, s)] is None
-                                        else str(epochs[(label, bw, s)]) for s in sorted(by_seed)),
-                     "seconds": float(np.mean([t for t in by_seed.values() if t is not None]))
-                     if any(t is not None for t in by_seed.values()) else np.nan,
+                     "reached": len(secs),
+                     "epochs": ";".join("-" if by_seed[s] is None else str(by_seed[s][0])
+                                        for s in sorted(by_seed)),
+                     "seconds": float(np.mean(list(secs.values()))) if secs else np.nan,
                      "e2e_speedup": e2e, "verdict_speedup": verdict,
-                     "error_pct": 100 * (verdict / e2e - 1) if e2e == e2e else np.nan})
+                     "error_pct": 100 * (verdict / e2e - 1) if both else np.nan})
     return pd.DataFrame(rows)

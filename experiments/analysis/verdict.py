@@ -38,7 +38,7 @@ from digest.runtime.netem import parse_rate
 from . import periods, schedule_check
 from ..suites.suite import base_label, is_exact, network_of
 from ..suites.load import Loaded
-from .convergence import converged, convergence, epochs_to, target_of_conv
+from .convergence import converged, convergence, epochs_to, target_of_conv, training_seconds
 from .paired import LEVEL, REPLICATES, SEED, Interval, clean, paired_ratio, tails, verdict
 from .verdict_points import points
 
@@ -105,9 +105,8 @@ def end_to_end(conv: dict, e2e: Loaded) -> dict:
     target, out = target_of_conv(conv), {}
     for r in e2e.records:
         n = epochs_to(r.metrics, target)
-        times = r.metrics["epoch_time"]
         out.setdefault((base_label(r.label), network_of(r.label)), {})[r.seed] = \
-            (float(times.sum()), False) if n is None else (float(times.iloc[:n].sum()), True)
+            (training_seconds(r.metrics, n), n is not None)
     return out
 
 
@@ -251,7 +250,7 @@ def decomposition_error(conv: dict, times: dict, e2e: Loaded) -> pd.DataFrame:
         n = epochs_to(r.metrics, target)
         if n is None:
             continue
-        measured = float(r.metrics["epoch_time"].iloc[:n].sum())
+        measured = training_seconds(r.metrics, n)
         predicted = c.epochs[r.seed] * float(np.mean(list(t.values())))
         rows.append({"method": label, "bandwidth": bw, "seed": r.seed, "epochs": n,
                      "epochs_converge": c.epochs[r.seed], "measured_s": measured,

@@ -41,14 +41,6 @@ def stands_for(bw: str, dense_s_per_flop: float, compute_bound: bool = False) ->
             f"devices (k = {k:.0f}) on {links} {_rate(k * bits)}")
 
 
-def decided_by(p) -> str:
-    """A point's name by what decides it: compute-bound, or the link at exact's share of its
-    epoch in collectives."""
-    if p.compute_bound:
-        return f"compute-bound ({p.bandwidth} emulated)"
-    return f"{p.bandwidth}: exact {p.exact_comm_share:.0%} in collectives"
-
-
 def points_table(points: pd.DataFrame, dense_s_per_flop: float) -> str:
     """Per point, what decides it and the cluster it stands for."""
     rows = [[p.bandwidth, f"{p.exact_epoch_s:.3f}", f"{p.exact_comm_share:.1%}",
@@ -129,10 +121,10 @@ def csv_rows(graph: str, v: GraphVerdict) -> list[dict]:
     target = v.acc[v.acc.method == "exact"].iloc[0]
     for p in v.points.itertuples():
         ref = v.speed[(v.speed.method == "exact") & (v.speed.bandwidth == p.bandwidth)].iloc[0]
+        t_exact = target.epochs * p.exact_epoch_s
         for a in v.acc.itertuples():
             r = v.speed[(v.speed.method == a.method) & (v.speed.bandwidth == p.bandwidth)]
             r = r.iloc[0] if len(r) else None
-            t_exact = target.epochs * p.exact_epoch_s
             out.append({
                 "graph": graph, "point": p.bandwidth,
                 "decided_by": "compute" if p.compute_bound else "link",
