@@ -18,6 +18,7 @@ import torch
 
 from ..errors import UsageError
 from .registry import DatasetError
+from .synthetic import split_sizes
 
 MASKS = ('train_mask', 'val_mask', 'test_mask')
 KEYS = ('x', 'edge_index', 'y', *MASKS, 'num_classes')
@@ -120,12 +121,6 @@ def widen(a: dict) -> dict:
     return {k: v.to(torch.float64 if k == 'x' else torch.int64)
             if torch.is_tensor(v) and not v.is_sparse and v.dtype in WIDE_UNSIGNED else v
             for k, v in a.items()}
-
-
-def split_sizes(n: int, train: float, val: float) -> tuple[int, int, int]:
-    """(train, val, test) node counts of a split rule on ``n`` nodes (synthetic.py's rounding)."""
-    n_train, n_val = int(round(train * n)), int(round(val * n))
-    return n_train, n_val, n - n_train - n_val
 
 
 def classes_of(a: dict) -> int:

@@ -42,11 +42,18 @@ def popularity_split(node_degree: torch.Tensor, train: float, val: float):
     return _split_in_order(torch.argsort(-node_degree, stable=True), train, val)
 
 
+def split_sizes(n: int, train: float, val: float) -> tuple[int, int, int]:
+    """(train, val, test) node counts of a split of ``n`` nodes at fractions ``train``, ``val``
+    (the rest is test); the file checks use it to refuse a rule that leaves a set empty."""
+    n_train, n_val = int(round(train * n)), int(round(val * n))
+    return n_train, n_val, n - n_train - n_val
+
+
 def _split_in_order(order: torch.Tensor, train: float, val: float):
     """Train, val and test masks: the first ``train`` fraction of ``order``, the next ``val``,
     the rest."""
     n = order.numel()
-    n_train, n_val = int(round(train * n)), int(round(val * n))
+    n_train, n_val, _ = split_sizes(n, train, val)
     masks = []
     for lo, hi in ((0, n_train), (n_train, n_train + n_val), (n_train + n_val, n)):
         m = torch.zeros(n, dtype=torch.bool)
