@@ -74,6 +74,12 @@ class QuantOptions(Options):
     quant_adapt_every: int = option(20, "adaptive: steps between re-decisions of the bit "
                                     "assignment (R)")
 
+    def group_period(self) -> int:  # the bit re-assignment
+        return self.quant_adapt_every if self.quant_assign == "adaptive" else 1
+
+    def group_follows_values(self) -> bool:  # widths chosen from the values' variance
+        return self.quant_assign == "adaptive"
+
     def check_group(self, cfg) -> None:
         if self.quant_bits not in BITS:
             raise ValueError(f"--quant-bits must be one of {', '.join(map(str, BITS))}")

@@ -53,6 +53,9 @@ class SancusOptions(Options):
                                    "drift since its last send exceeds EPS (0 = exact)")
     max_staleness: int = option(10, "S: send a block skipped S steps in a row (staleness bound)")
 
+    def group_follows_values(self) -> bool:  # a block is re-sent when it drifted
+        return True
+
     def check_group(self, cfg) -> None:
         if not self.skip_threshold >= 0:
             raise ValueError("--skip-threshold must be >= 0")

@@ -81,6 +81,9 @@ class SylvieOptions(Options):
                                "forward first, as PipeGCN) or zeros (the reference code)",
                                choices=STEP0)
 
+    def group_period(self) -> int:  # the synchronous step
+        return self.sync_every
+
     def check_group(self, cfg) -> None:
         if self.sylvie_bits not in SYLVIE_BITS:
             raise ValueError(f"--sylvie-bits must be one of {', '.join(map(str, SYLVIE_BITS))}")

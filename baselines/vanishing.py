@@ -51,6 +51,12 @@ class ScheduleOptions(Options):
     drift_threshold: float = option(0.1, "relative drift TAU of the boundary rows that triggers "
                                     "a sync (drift schedule)")
 
+    def group_period(self) -> int | None:  # a decreasing or drift schedule has none
+        return 1 if self.sync_schedule == "fixed" else None
+
+    def group_follows_values(self) -> bool:  # a sync when the rows drifted
+        return self.sync_schedule == "drift"
+
     def check_group(self, cfg) -> None:
         if not self.drift_threshold >= 0:  # (NaN too)
             raise ValueError("--drift-threshold must be >= 0")

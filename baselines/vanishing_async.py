@@ -62,7 +62,7 @@ class AsyncVanishingHalo(Scheduled, AsyncStaleHalo):
 
 @register("digest-async-vanishing", "DIGEST-A whose staleness vanishes: each worker pushes on a "
           "decreasing interval or on its own boundary-row drift (--sync-schedule); our own",
-          options=(StoreOptions, ScheduleOptions), trainer=AsyncTrainer,
+          options=(StoreOptions, ScheduleOptions), trainer=AsyncTrainer, asynchronous=True,
           traffic="asynchronous: its pushes, pulls and trajectory follow the workers' timing")
 def digest_async_vanishing(cfg, part, plan, model):
     M = comm.world_size()

@@ -19,7 +19,7 @@ def _serve(conn, rank: int, world: int, port: int, make, args: tuple, sys_path: 
         from digest.runtime import comm, perf
         from digest.training import metrics
         rt = comm.setup(120.0, "cpu")
-        # as cli.worker: the node's cores shared by its workers, allocator tuned
+        # as run.worker: the node's cores shared by its workers, allocator tuned
         torch.set_num_threads(max(1, metrics.available_cores() // world))
         perf.tune_allocator()
         fns = make(rt, *args)

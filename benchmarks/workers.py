@@ -32,11 +32,11 @@ def make_exchange(rt, part_dir: str, width: int):
 def make_trainer(rt, cfg_dict: dict, part_dir: str):
     """``step()``: one training step (epoch) of the method in ``cfg_dict``."""
     from digest.data import cache
-    from digest.cli import import_methods
+    from digest.methods import load_all
     from digest.config import TrainConfig
     from digest.training.trainer import Trainer
 
-    methods = import_methods()
+    methods = load_all()
     cfg = TrainConfig.of(**cfg_dict)
     trainer = (methods.get(cfg.method).trainer or Trainer)(cfg, rt, cache.load_part(part_dir, rt.rank))
     epoch = [0]

@@ -53,8 +53,7 @@ def train(config: TrainConfig | dict | None = None, **flags) -> dict | None:
     import json
     from pathlib import Path
 
-    from .cli import import_methods, run  # the entry point: it registers every method
-    import_methods()
+    from .training.run import run
     base = config.flat() if isinstance(config, TrainConfig) else dict(config or {})
     summary, out = run({**base, **flags})
     done = Path(out) / "summary.json"

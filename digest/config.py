@@ -171,6 +171,22 @@ def _rebuild(flags: dict) -> TrainConfig:
     return TrainConfig.of(**flags)
 
 
+# Flags a caller sets around a run (where it goes, how it is watched): never part of a suite's
+# config (experiments/suites/suite.py).
+AROUND_THE_RUN = frozenset({"out", "resume", "progress"})
+# Settings that do not change a run's results: a complete run differing only in these is the same
+# run (how it is checkpointed, profiled, timed out, where its data lives; the world size is
+# compared on its own).
+NOT_THE_RUN = AROUND_THE_RUN | {"overwrite", "timeout", "data_root", "checkpoint_every",
+                                "profile", "workers"}
+
+
+def all_flags() -> set[str]:
+    """Every train flag's field name (sections and every registered method's options)."""
+    out = set(TOP) | {f for cls in SECTIONS.values() for f in _names(cls)}
+    return out | {f for g in methods.option_groups() for f in _names(g)}
+
+
 def _names(cls) -> list[str]:
     return [f.name for f in dataclasses.fields(cls)]
 

@@ -8,7 +8,7 @@ import argparse
 import dataclasses
 
 from . import methods
-from .config import SECTIONS, TOP, TrainConfig
+from .config import SECTIONS, TOP, TrainConfig, all_flags
 
 _KINDS = {"int": int, "float": float, "float | None": float, "int | None": int}
 
@@ -32,7 +32,7 @@ def _add_fields(group, cls) -> None:
 
 def add_train_arguments(parser: argparse.ArgumentParser) -> None:
     """Every flag of ``train``: the common sections, then each option group of the registered
-    methods (register them first: ``cli.import_methods()``)."""
+    methods (register them first: ``methods.load_all()``)."""
     top = parser.add_argument_group("method")
     _add(top, "method", TOP["method"][0],
          f"{TOP['method'][1]}: {', '.join(sorted(methods.METHODS))}", "str")
@@ -43,12 +43,6 @@ def add_train_arguments(parser: argparse.ArgumentParser) -> None:
         doc = (group.__doc__ or group.__name__).strip().rstrip(".")
         title = f"{doc} [--method {', '.join(users)}]"
         _add_fields(parser.add_argument_group(title), group)
-
-
-def all_flags() -> set[str]:
-    """Every train flag's field name (sections and every registered method's options)."""
-    out = set(TOP) | {f for cls in SECTIONS.values() for f in _names(cls)}
-    return out | {f for g in methods.option_groups() for f in _names(g)}
 
 
 def given(ns: argparse.Namespace) -> dict:

@@ -41,21 +41,44 @@ class Method:
     # what a step sends, counted without running it (policies/counting.py): ``fn(sizes, step)
     # -> Step``, or the reason it cannot be counted in advance; None: not declared
     traffic: Callable | str | None = None
+    # asynchronous: timed end to end only (no per-epoch time pairs with exact's), and its bytes
+    # and accuracy follow the timing (how far workers drift apart), not the data alone
+    asynchronous: bool = False
+
+    def period(self, config: dict) -> int | None:
+        """The period in steps of a run of this method from its flat config (summary.json's
+        ``config``; flags missing take their defaults): ``Options.period``."""
+        return self.options_of(config).period()
+
+    def bytes_follow(self, config: dict) -> str:
+        """What a run's bytes follow: "timing" (asynchronous), "values" (``Options.follows_values``)
+        or "data" (the graph and the schedule: equal between runs of one config)."""
+        if self.asynchronous:
+            return "timing"
+        return "values" if self.options_of(config).follows_values() else "data"
+
+    def options_of(self, config: dict):
+        """This method's options from a flat config (flags it does not take are left out)."""
+        names = {f.name for f in dataclasses.fields(self.options)}
+        return self.options(**{k: v for k, v in config.items() if k in names})
 
 
 METHODS: dict[str, Method] = {}
 
 
 def register(name: str, description: str, options: tuple = (), trainer: type | None = None,
-             traffic: Callable | str | None = None):
+             traffic: Callable | str | None = None, asynchronous: bool = False):
     """Register ``builder(cfg, part, plan, model) -> (halo policy, parameter-sync policy)``.
     ``options``: the option groups (``Options`` dataclasses) whose flags the method takes.
     ``traffic``: the method's step count for ``python -m digest advise`` (policies/counting.py),
-    or a one-line reason why its traffic cannot be counted in advance."""
+    or a one-line reason why its traffic cannot be counted in advance. ``asynchronous``: workers
+    do not step together (``Method.asynchronous``). A period comes with the option groups
+    (``Options.group_period``)."""
     def wrap(builder: Builder) -> Builder:
         cls = dataclasses.make_dataclass(f"{name.title().replace('-', '')}Options", [],
                                          bases=tuple(reversed(options)) or (Options,))
-        METHODS[name] = Method(name, description, builder, cls, tuple(options), trainer, traffic)
+        METHODS[name] = Method(name, description, builder, cls, tuple(options), trainer, traffic,
+                               asynchronous)
         return builder
     return wrap
 
@@ -88,11 +111,26 @@ def build(cfg: "TrainConfig", part: "LocalPart", plan: "HaloPlan", model) -> "tu
     return get(cfg.method).build(cfg, part, plan, model)
 
 
+# Modules that register methods on import, by name: the library's own modules never import them
+# (baselines/ sits above digest/, DIGEST-A above the trainer); whoever needs every method calls
+# ``load_all``.
+BUILT_IN = ("digest.asynchronous", "baselines")
+
+
+def load_all():
+    """Register every method: the built-in modules (``BUILT_IN``), then the plugins of
+    ``DIGEST_PLUGINS`` (``import_plugins``). Returns this registry module."""
+    import importlib
+    for name in BUILT_IN:
+        importlib.import_module(name)
+    import_plugins()
+    return sys.modules[__name__]
+
+
 def import_plugins() -> None:
     """Import the modules named in ``DIGEST_PLUGINS`` (comma-separated module names or ``.py``
     paths), which register methods of your own (docs/adding-a-method.md); nothing when unset.
-    Whoever registers every method imports ``baselines`` and then calls this: the CLI, and the
-    experiment harness."""
+    Workers inherit the variable."""
     for spec in filter(None, os.environ.get("DIGEST_PLUGINS", "").split(",")):
         load_module(spec.strip())
 

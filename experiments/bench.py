@@ -44,7 +44,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from .analysis.performance import (TARGETS, digest_vs_exact, graph_result, history, kept_parts,
+from .analysis.performance import (GOALS, digest_vs_exact, graph_result, history, kept_parts,
                                    run_info)
 from .render.performance import render
 from .running.contest import OURS, PLAIN, VARIANTS, alternated, interleaved, machine_record
@@ -119,7 +119,7 @@ def graphs(args, r: dict, skip: set, epochs: int) -> list[str]:
         measured.append(key)
         print("  " + ", ".join(f"{n} {c['median_s'] * 1e3:.1f} ms" for n, c in res.items())
               + f": ratio {r[key]['ratio']:.3f} vs {r[key]['reference']} "
-              f"(target <= {TARGETS[key]})", flush=True)
+              f"(target <= {GOALS[key]})", flush=True)
     return measured
 
 
@@ -140,7 +140,7 @@ def ratios(args, work: Path, doc: dict, run: dict, epochs: int) -> None:
     record, the previous record into the history."""
     skip = set(filter(None, args.skip.split(",")))
     r = {"date": run["date"], "command": run["command"], "load_start": _load(),
-         "machine": machine_record(), "git_commit": run["git_commit"], "targets": dict(TARGETS)}
+         "machine": machine_record(), "git_commit": run["git_commit"], "targets": dict(GOALS)}
     measured = graphs(args, r, skip, epochs)
     if "digest" not in skip:
         digest_part(args, r, work)

@@ -24,8 +24,9 @@ import sys
 import tempfile
 from pathlib import Path
 
+from digest.advise.protocol import TARGETS
+
 from . import pages, tables
-from .analysis.tables import TARGETS
 from .analysis.costmodel import parse_network
 from .render.blocks import MarkerError
 from .render.plots import draw

@@ -21,12 +21,12 @@ from __future__ import annotations
 
 import argparse
 import os
-import subprocess
 import sys
 from pathlib import Path
 
+from digest.advise.protocol import TARGETS
+
 from . import tables
-from .analysis.tables import TARGETS
 from .analysis.costmodel import parse_network
 from .render.plots import draw
 from .running.loadavg import per_run, samples, sampling
@@ -145,9 +145,8 @@ def main(argv=None) -> int:
         with sampling(load_path):
             counts = run_suite(suite, root, seeds=seeds, networks=networks, labels=chosen,
                                rounds=rounds)
-    except subprocess.CalledProcessError as e:
-        tail = (e.stderr or "").strip().splitlines()[-1:] or ["(no output)"]
-        print(f"error: `python -m digest methods` failed: {tail[0]}", file=sys.stderr)
+    except (ImportError, FileNotFoundError) as e:  # a method module (DIGEST_PLUGINS) that fails
+        print(f"error: registering the methods failed: {e}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:
         print("interrupted: finished runs are kept; run the same command again to resume",

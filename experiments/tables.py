@@ -21,7 +21,9 @@ import os
 import sys
 from pathlib import Path
 
-from .analysis.tables import TARGETS, build
+from digest.advise.protocol import TARGETS
+
+from .analysis.tables import build
 from .analysis.costmodel import Network, parse_network
 from .render.report import markdown
 from .suites.load import Loaded, load

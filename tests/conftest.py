@@ -16,9 +16,10 @@ for path in (ROOT, ROOT / "tests"):  # the project; helpers.py, fake_runs.py fro
     if str(path) not in sys.path:
         sys.path.insert(0, str(path))
 
-from digest.cli import WORKER_MODULES, import_methods  # noqa: E402
+from digest.methods import load_all  # noqa: E402
+from digest.training.run import WORKER_MODULES  # noqa: E402
 
-import_methods()  # every method, so TrainConfig.of knows their options
+load_all()  # every method, so TrainConfig.of knows their options
 
 
 def pytest_sessionstart(session):

@@ -29,7 +29,8 @@ LAYERS = [
     {"digest.flags", "digest.cli", "digest.__main__"},
     {"digest"},
 ]
-ENTRY_POINT = "digest.cli"  # the one module of digest/ that imports baselines/
+ENTRY_POINT = "digest.cli"  # python -m digest: arguments and printing only
+CLI_LINES = 150
 
 # experiments/'s layers, bottom to top (docs/architecture.md): a subpackage may import its own
 # modules and the layers below; the commands (the modules at experiments/'s top, each a
@@ -151,9 +152,17 @@ def test_cycle_finder_finds_a_cycle():
 
 def test_digest_imports_neither_baselines_nor_experiments(graph):
     bad = sorted(f"{m} -> {t}" for m, targets in graph.items() if m.split(".")[0] == "digest"
-                 for t in targets if t.split(".")[0] in ("baselines", "experiments")
-                 and m != ENTRY_POINT)
+                 for t in targets if t.split(".")[0] in ("baselines", "experiments"))
     assert bad == []
+
+
+def test_the_entry_point_parses_and_prints_only():
+    """A run's lifecycle is digest/training/run.py's (the command line, ``digest.train`` and the
+    harness call it); the entry point keeps arguments and printing."""
+    source = (ROOT / "digest" / "cli.py").read_text()
+    defined = {n.name for n in ast.parse(source).body if isinstance(n, ast.FunctionDef)}
+    assert len(source.splitlines()) <= CLI_LINES
+    assert not defined & {"worker", "run", "holds_this_run", "resume_config", "prepare"}
 
 
 def test_baselines_never_import_experiments(graph):
@@ -208,10 +217,13 @@ def test_top_of_experiments_is_its_commands_the_rest_in_layers(graph):
 
 
 def test_experiments_register_methods_without_the_command_line(graph):
-    """experiments/ imports ``baselines`` and ``digest.methods.import_plugins`` (suites/registry.py),
-    never digest's entry point."""
+    """experiments/ registers through ``digest.methods.load_all`` (suites/registry.py), never
+    through digest's entry point, and never asks a ``python -m digest methods`` subprocess."""
     assert sorted(m for m, targets in graph.items()
                   if m.split(".")[0] == "experiments" and ENTRY_POINT in targets) == []
+    asking = sorted(str(p.relative_to(ROOT)) for p in (ROOT / "experiments").rglob("*.py")
+                    if '"digest", "methods"' in p.read_text())
+    assert asking == []
 
 
 def test_harness_functions_are_short():

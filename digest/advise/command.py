@@ -17,6 +17,7 @@ from ..errors import UsageError
 from .cost import Network, calibrated
 from .epochs import load_table
 from .job import load_job
+from .protocol import TARGET, TARGETS
 from .report import Request, as_json, rows, text
 from .units import parse_bandwidth, parse_latency, parse_rate
 
@@ -34,8 +35,9 @@ def add_arguments(p) -> None:
                    help="auto: one core of the machine the benchmark's runs were fitted on, per "
                    "worker; or a worker's dense rate in GFLOP/s (500, 2tflops): every compute "
                    "constant scaled to it, a prediction (docs/methods.md section 13)")
-    p.add_argument("--target", type=float, default=0.99,
-                   help="fraction of exact's best validation accuracy (0.98, 0.99 or 0.995)")
+    p.add_argument("--target", type=float, default=TARGET,
+                   help="fraction of exact's best validation accuracy ("
+                   + ", ".join(f"{t:g}" for t in TARGETS[:-1]) + f" or {TARGETS[-1]:g})")
     p.add_argument("--json", action="store_true", help="the same rows as JSON")
     p.add_argument("--model", default="gcn", choices=("gcn", "sage", "gat"))
     p.add_argument("--hidden", type=int, default=256)

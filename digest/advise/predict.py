@@ -11,10 +11,10 @@ from dataclasses import dataclass
 
 from .cost import Network, Rates, step_seconds
 from .job import Job
+from .protocol import WARMUP
 from .traffic import Counted, parameters
 from .work import MODELLED, step_work
 
-WARMUP = 3  # epochs left out of a per-epoch time (docs/methods.md section 11)
 
 
 @dataclass

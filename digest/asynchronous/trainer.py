@@ -193,7 +193,7 @@ class AsyncTrainer(Trainer):
 
 @register("digest-async", "DIGEST-A: asynchronous DIGEST, parameter server + representation store "
           "over rpc in a server process (--slow-workers to add stragglers)",
-          options=(StoreOptions,), trainer=AsyncTrainer,
+          options=(StoreOptions,), trainer=AsyncTrainer, asynchronous=True,
           traffic="asynchronous: its pushes, pulls and trajectory follow the workers' timing")
 def digest_async(cfg, part, plan, model):
     M = comm.world_size()

@@ -22,7 +22,7 @@ class LocalPart:
         global_ids: ``[n]`` global id of every local row.
         n_inner, n_halo: row counts.
         edge_index: ``[2, E_m]`` local (src, dst), dst < n_inner. None in a worker once its
-            trainer has built its views (``cli.worker`` releases it; the views hold the edges).
+            trainer has built its views (``run.worker`` releases it; the views hold the edges).
         deg: ``[n]`` global degree (without self-loop) of every local row.
         x: ``[n, F]`` input features of inner and halo rows (dense or sparse COO).
         y, train_mask, val_mask, test_mask: ``[n_inner]``.

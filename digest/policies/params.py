@@ -22,6 +22,9 @@ class ParamOptions(Options):
     local_steps: int = option(1, "parameter averaging every K local steps (1 = gradient "
                               "all-reduce every step)")
 
+    def group_period(self) -> int:  # the parameter averaging
+        return self.local_steps
+
     def check_group(self, cfg) -> None:
         if self.local_steps < 1:
             raise ValueError("--local-steps must be >= 1")

@@ -29,6 +29,9 @@ class StoreOptions(Options):
     """DIGEST's representation store."""
     sync_interval: int = option(10, "stale-representation sync interval I (steps)")
 
+    def group_period(self) -> int:  # the store refresh
+        return self.sync_interval
+
     def check_group(self, cfg) -> None:
         if self.sync_interval < 1:
             raise ValueError("--sync-interval must be >= 1")

@@ -1,4 +1,4 @@
-"""Process-level performance settings of a worker (called once per process by ``cli.worker``).
+"""Process-level performance settings of a worker (called once per process by ``run.worker``).
 
 Why the allocator: CPU tensors of a full-graph step are large (a 35k x 256 float32 activation is
 35 MB) and glibc serves every block above its mmap threshold (at most 32 MB by default) with a

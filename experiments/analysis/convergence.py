@@ -10,10 +10,12 @@ from itertools import chain
 import numpy as np
 import pandas as pd
 
+from digest.advise.protocol import FALLBACK, TARGET
+
 from ..suites.load import Loaded
 
-Q = 0.99            # target: this fraction of exact's mean best validation accuracy
-FALLBACK = (0.98,)  # the tables' lower target, where exact itself misses Q at some seed
+Q = TARGET  # target: this fraction of exact's mean best validation accuracy (FALLBACK where
+# exact itself misses it at some seed)
 CONVERGED = 0.8     # exact's best-validation epoch at most this fraction of the budget
 
 @dataclass

@@ -7,8 +7,8 @@ re-assignment every N steps, SAT's predictor update at each sync. A median drops
 mean over a window that is not a whole number of periods over- or under-counts them. So:
 
 - ``period(config)``: the run's period in epochs, the least common multiple of its periodic flags
-  (1 for a method with none; None for a schedule that is not periodic, e.g. DIGEST's decreasing
-  interval, which is timed over the whole run).
+  as the method registers them (1 for a method with none; None for a schedule that is not
+  periodic, e.g. DIGEST's decreasing interval, which is timed over the whole run).
 - ``window(epochs, warmup, period)``: the timed epochs: after the warm-up, the longest stretch of
   whole periods that fits; where not even one period fits after the warm-up, the whole run
   (``whole=True``; tables say so).
@@ -25,28 +25,14 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-# flag -> the condition under which it sets a period (the method's other flags)
-PERIODIC = {
-    "sync_interval": lambda c: c.get("sync_schedule", "fixed") == "fixed",  # DIGEST, SAT, -A
-    "local_steps": lambda c: True,                                          # model averaging
-    "sync_every": lambda c: True,                                           # Sylvie
-    "quant_adapt_every": lambda c: c.get("quant_assign") == "adaptive",     # AdaQP adaptive
-}
-APERIODIC = {"sync_schedule": ("decreasing", "drift")}  # schedules with no fixed period
-
+from ..suites.registry import register_methods
 
 def period(config: dict) -> int | None:
-    """The run's period in epochs (summary.json's ``config``); None if its schedule has none.
+    """The run's period in epochs (summary.json's ``config``); None if its schedule has none. The
+    method says which of its flags set a period (``digest.methods.Method.period``).
 
-    Example: ``{"sync_interval": 10, "local_steps": 3}`` -> 30; exact (no such flag) -> 1."""
-    if any(config.get(flag) in values for flag, values in APERIODIC.items()):
-        return None
-    out = 1
-    for flag, applies in PERIODIC.items():
-        value = config.get(flag)
-        if isinstance(value, int) and value > 1 and applies(config):
-            out = math.lcm(out, value)
-    return out
+    Example: ``{"method": "digest", "sync_interval": 10, "local_steps": 3}`` -> 30; exact -> 1."""
+    return register_methods().get(config.get("method", "exact")).period(config)
 
 
 @dataclass(frozen=True)

@@ -8,16 +8,17 @@ from pathlib import Path
 
 import pandas as pd
 
+from ..suites.registry import register_methods
+
 
 SPREAD_SEEDS, SPREAD_FLOOR, ONE_SEED = 2.0, 0.5, 1.5  # points: x std, its floor, one seed's band
-TIMING = {"digest-async", "digest-async-vanishing"}  # bytes, accuracy follow timing: not judged
 SAME = ("train_loss", "val_acc")  # identical training: these columns equal, epoch by epoch
 
 
-def value_dependent(config: dict) -> bool:
-    """Whether a run's bytes follow its values (equal only where the training is identical)."""
-    return (config.get("method") == "sancus" or config.get("quant_assign") == "adaptive"
-            or config.get("sync_schedule") == "drift")
+def bytes_follow(config: dict) -> str:
+    """What a run's bytes follow, as its method registers it: "timing" (asynchronous: bytes and
+    accuracy not judged), "values" (equal only where the training is identical) or "data"."""
+    return register_methods().get(config.get("method", "exact")).bytes_follow(config)
 
 
 def _equal(a: pd.DataFrame, b: pd.DataFrame, cols) -> bool:
@@ -69,14 +70,15 @@ def compare(mine: list, theirs: list, out: Path, committed: Path) -> list[dict]:
         row["within"] = row["band"][0] <= row["acc"] <= row["band"][1]
         row["MiB"] = sum(r.metrics["bytes_total"].mean() for r in runs) / len(runs) / 2**20
         config = runs[0].summary.get("config", {})
-        timing = config.get("method") in TIMING
+        follows = bytes_follow(config)
+        timing = follows == "timing"
         if timing:
             row["bytes"] = "not compared (timing-dependent)"
         elif not paired:
             row["bytes"] = "not compared (no committed run at these seeds)"
         elif all(_equal(r.metrics, c.metrics, ["bytes_total"]) for r, c in paired):
             row["bytes"] = "equal"
-        elif value_dependent(config) and not identical:
+        elif follows == "values" and not identical:
             row["bytes"] = "not compared (follow the values, which differ)"
         else:
             row["bytes"] = "DIFFER"

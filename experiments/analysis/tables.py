@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import pandas as pd
 
+from digest.advise.protocol import TARGETS
+
 from .costmodel import Network, modeled_epoch_times
 from ..suites.load import Loaded
 from ..suites.suite import exact_for, is_exact
@@ -88,8 +90,6 @@ def epoch_time(frame: pd.DataFrame, net: Network | None = None) -> pd.DataFrame:
     return out
 
 
-TARGETS = (0.98, 0.99, 0.995)  # fractions of exact's best val: beside 0.98, stricter ones,
-# which a coarse evaluation or a method that plateaus just below exact cannot fake
 
 
 def eval_gap(metrics: pd.DataFrame) -> int:
@@ -113,7 +113,7 @@ def time_to_target(metrics: pd.DataFrame, target: float, net: Network | None = N
     return out
 
 
-def time_to_accuracy(loaded: Loaded, fraction: float = 0.98, net: Network | None = None) -> pd.DataFrame:
+def time_to_accuracy(loaded: Loaded, fraction: float = TARGETS[0], net: Network | None = None) -> pd.DataFrame:
     """Per dataset, method, M: time for the method to first reach fraction x exact's best val (mean
     over seeds of exact at that M); its speedup over exact; "not reached" unless every seed got there."""
     exact_best: dict = {}  # by (dataset, exact's label, M): the same emulated network, if any

@@ -38,13 +38,18 @@ from digest.runtime.netem import parse_rate
 from . import periods, schedule_check
 from ..suites.suite import base_label, is_exact, network_of
 from ..suites.load import Loaded
+from ..suites.registry import register_methods
 from .convergence import converged, convergence, epochs_to, target_of_conv, training_seconds
 from .paired import LEVEL, REPLICATES, SEED, Interval, clean, paired_ratio, tails, verdict
 from .verdict_points import points
 
 CLOSE = 0.5         # points: "within this much of exact's accuracy" for the sentence
-ASYNC = ("digest-async", "digest-async-vanishing")  # methods timed end to end only
 NOT_REACHED = "not reached"
+
+
+def asynchronous(method: str) -> bool:
+    """Timed end to end only (the registry's ``Method.asynchronous``)."""
+    return register_methods().get(method).asynchronous
 
 
 def round_times(speed: Loaded, warmup: int) -> dict:
@@ -137,7 +142,7 @@ def speedups(conv: dict, times: dict, bandwidths: list, measured: dict | None = 
             row["of_ceiling"] = row["per_epoch"] / row["ceiling"]
             if any(v is None for v in ref.epochs.values()):  # no reference time to divide
                 row["note"] = f"exact {NOT_REACHED}"
-            elif c.method in ASYNC:
+            elif asynchronous(c.method):
                 got = {k: v for k, v in (measured or {}).get((label, bw), {}).items()
                        if k in ref.epochs}
                 missed = sum(v is None for v in c.epochs.values())
@@ -245,7 +250,7 @@ def decomposition_error(conv: dict, times: dict, e2e: Loaded) -> pd.DataFrame:
     for r in e2e.records:
         label, bw = base_label(r.label), network_of(r.label)
         c, t = conv.get(label), times.get((label, bw))
-        if c is None or c.method in ASYNC or not t or c.epochs.get(r.seed) is None:
+        if c is None or asynchronous(c.method) or not t or c.epochs.get(r.seed) is None:
             continue
         n = epochs_to(r.metrics, target)
         if n is None:

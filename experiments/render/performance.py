@@ -6,7 +6,7 @@ states a measurement; an explanation appears only together with the measured num
 """
 from __future__ import annotations
 
-from ..analysis.performance import (TARGETS, machine_of, measured_from, repro_speed_verdict,
+from ..analysis.performance import (GOALS, machine_of, measured_from, repro_speed_verdict,
                                     sync_interval, traceable, utilisation)
 from .scale import generation_section, scale_section
 
@@ -37,7 +37,7 @@ def render(doc: dict) -> str:
 
 def _ratio_table(r: dict) -> list[str]:
     """Which run measured what, the machine, and every ratio against its target, met or not."""
-    T = {**TARGETS, **(r.get("targets") or {})}
+    T = {**GOALS, **(r.get("targets") or {})}
     m = r["machine"]["machine"]
     v = r["machine"]["versions"]
     L = _provenance(r) + [
@@ -152,7 +152,7 @@ def _history_table(r: dict) -> list[str]:
 
 def _sentences(r: dict) -> list[str]:
     """One plain sentence per measured ratio, met or not."""
-    T = {**TARGETS, **(r.get("targets") or {})}
+    T = {**GOALS, **(r.get("targets") or {})}
     out = []
     if "photo" in r:
         px = r["photo"]

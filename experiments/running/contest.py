@@ -33,7 +33,7 @@ VARIANTS = {"photo": (PLAIN_EI, PLAIN_SP), "physics": (PLAIN_EI, PLAIN_SP, PLAIN
 
 def ours_step_fn(dataset: str, data_root=None, hidden=256, layers=3, dropout=0.5, method="exact",
                  info: dict | None = None):
-    """Our Trainer with 1 worker, set up as ``cli.worker`` sets up ``--workers 1``; ``info``, when
+    """Our Trainer with 1 worker, set up as ``run.worker`` sets up ``--workers 1``; ``info``, when
     given, gets the input features' layout and size (``reference.features_info``)."""
     import torch
 

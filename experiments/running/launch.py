@@ -1,7 +1,6 @@
 """Runs of ``python -m digest train`` as a user starts them, from the repository: one run of a
 suite with its output in ``<dir>/log.txt`` (``launch``), one quick run returning its summary and
-metrics (``cli_run``, the bench's and the scale run's), and what ``python -m digest methods``
-lists."""
+metrics (``cli_run``, the bench's and the scale run's)."""
 from __future__ import annotations
 
 import json
@@ -14,12 +13,6 @@ from pathlib import Path
 from ..suites.suite import Run
 
 REPO = Path(__file__).resolve().parents[2]
-
-
-def registered_methods(python: str = sys.executable) -> set[str]:
-    out = subprocess.run([python, "-m", "digest", "methods"], cwd=REPO, capture_output=True,
-                         text=True, check=True).stdout
-    return {line.split()[0] for line in out.splitlines() if line.strip()}
 
 
 def launch(run: Run, directory: Path, python: str = sys.executable) -> int:

@@ -11,6 +11,7 @@ written to the plan (plan_<suite>.json).
 """
 from __future__ import annotations
 
+import dataclasses
 import json
 import shutil
 import time
@@ -18,12 +19,14 @@ from pathlib import Path
 
 from tqdm import tqdm
 
+from digest.training.checkpoint import CONFIG
 from digest.training.metrics import write_json
 
 from ..suites.load import graph_changed
 from ..suites.schedule import interleave
 from ..suites.suite import Run, Suite, base_label, expand, network_of
-from .launch import launch, registered_methods
+from ..suites.registry import registered_methods
+from .launch import launch
 
 
 def unavailable_datasets(names) -> dict[str, str]:
@@ -63,27 +66,46 @@ def log_tail(directory: Path, lines: int = 1) -> str:
     return " | ".join(text[-lines:]) or "(empty log)"
 
 
+def resumable(run: Run, directory: Path) -> dict | None:
+    """The run.json of an interrupted run of this config hash that left a checkpoint (a suite
+    with ``checkpoint_every``), else None."""
+    record = read_json(directory / "run.json")
+    if (record and record.get("hash") == run.hash and record.get("status") != "complete"
+            and (directory / "checkpoint" / CONFIG).is_file()):
+        return record
+    return None
+
+
 def execute(run: Run, directory: Path, launcher=launch) -> bool:
-    """Clear the directory, run, record the outcome in run.json; True when complete."""
-    if directory.exists():
-        shutil.rmtree(directory)
-    directory.mkdir(parents=True)
-    record = {"label": run.label, "dataset": run.dataset, "method": run.spec.method,
-              "workers": run.workers, "seed": run.seed, "round": run.round,
-              "position": run.position, "flags": run.flags,
-              "hash": run.hash,
-              "argv": ["python", *run.argv(directory)], "status": "running",
-              "started": time.strftime("%Y-%m-%dT%H:%M:%S")}
+    """Clear the directory (or, where an interrupted run of this hash left a checkpoint, continue
+    it), run, record the outcome in run.json; True when complete."""
+    earlier = resumable(run, directory)
+    if earlier is not None:
+        run = dataclasses.replace(run, resume=True)
+        record = {**earlier, "status": "running",
+                  "resumed": [*earlier.get("resumed", []), time.strftime("%Y-%m-%dT%H:%M:%S")]}
+    else:
+        if directory.exists():
+            shutil.rmtree(directory)
+        directory.mkdir(parents=True)
+        record = {"label": run.label, "dataset": run.dataset, "method": run.spec.method,
+                  "workers": run.workers, "seed": run.seed, "round": run.round,
+                  "position": run.position, "flags": run.flags,
+                  "hash": run.hash,
+                  "argv": ["python", *run.argv(directory)], "status": "running",
+                  "started": time.strftime("%Y-%m-%dT%H:%M:%S")}
     write_json(directory / "run.json", record)
-    t0 = time.perf_counter()
+    t0, before = time.perf_counter(), record.get("seconds", 0.0)  # sittings before this one
     try:
         rc = launcher(run, directory)
     except KeyboardInterrupt:
-        write_json(directory / "run.json", {**record, "status": "interrupted"})
+        write_json(directory / "run.json", {**record, "status": "interrupted",
+                                            "seconds": before + time.perf_counter() - t0})
         raise
     ok = rc == 0 and is_complete_summary(directory)
     write_json(directory / "run.json", {**record, "status": "complete" if ok else "failed",
-                                        "returncode": rc, "seconds": time.perf_counter() - t0})
+                                        "returncode": rc,
+                                        "seconds": before + time.perf_counter() - t0})
     return ok
 
 

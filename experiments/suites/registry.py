@@ -1,14 +1,16 @@
-"""Every method registered, as ``python -m digest`` has them, without importing its command line:
-``baselines`` registers its methods (DIGEST-A's too) on import, and ``digest.methods.import_plugins``
-imports the modules named in ``DIGEST_PLUGINS`` (methods of your own)."""
+"""Every method registered, as ``python -m digest`` has them, through the registry's own loading
+(``digest.methods.load_all``: DIGEST-A, the baselines, and the modules named in
+``DIGEST_PLUGINS``, methods of your own)."""
 from __future__ import annotations
 
-import baselines  # noqa: F401  (registers the baselines on import)
 from digest import methods
 
 
 def register_methods():
-    """Register every method (the baselines on this module's import, then the plugins); the
-    registry module ``digest.methods``."""
-    methods.import_plugins()
-    return methods
+    """Register every method; returns the registry module ``digest.methods``."""
+    return methods.load_all()
+
+
+def registered_methods() -> set[str]:
+    """The names of every registered method."""
+    return set(register_methods().METHODS)

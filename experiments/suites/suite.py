@@ -23,9 +23,11 @@ from pathlib import Path
 
 import yaml
 
+from digest.advise.protocol import WARMUP
+from digest.config import AROUND_THE_RUN
+
 CONFIGS = Path(__file__).resolve().parents[1] / "configs"
-RESERVED = {"out", "resume", "progress"}  # set by the runner, never part of a config
-WARMUP = 3  # first epochs of a run left out of its per-epoch times (docs/methods.md section 11)
+RESERVED = AROUND_THE_RUN  # set by the runner, never part of a config
 AA_SUFFIX = "-aa"  # "exact-aa": the second exact label of an A/A suite
 
 
@@ -71,6 +73,9 @@ class Suite:
     warmup: int = WARMUP            # first epochs each run's per-epoch times leave out
     fit_epochs: tuple = ()          # epochs at which tables.md gives the training fit (0-based)
     budgets: tuple = ()             # epoch budgets at which tables.md gives accuracy as if stopped
+    # long runs: a checkpoint every N epochs, so that an interrupted run resumes from it (not
+    # part of a run's config or hash: a checkpointed run trains as an uncheckpointed one)
+    checkpoint_every: int = 0
 
 
 NET_SEP = "@"  # "digest-I10@100mbit": the method's label, then the emulated link bandwidth
@@ -141,6 +146,8 @@ class Run:
     flags: dict                     # exactly what is passed to `python -m digest train`
     round: int = 0                  # the timing protocol's repetition (0 without rounds)
     position: int | None = field(default=None, compare=False)  # its place in its round's order
+    checkpoint_every: int = field(default=0, compare=False)  # the suite's (not in the hash)
+    resume: bool = field(default=False, compare=False)  # argv continues its checkpoint
 
     @property
     def label(self) -> str:
@@ -160,7 +167,13 @@ class Run:
         return Path(root) / dataset_slug(self.dataset) / self.name
 
     def argv(self, out: str | Path) -> list[str]:
-        return ["-m", "digest", "train", *to_argv(self.flags), "--out", str(out), "--no-progress"]
+        """``python -m digest train``'s arguments (less ``python``); with ``resume``, those that
+        continue the run checkpointed in ``out`` with its own settings."""
+        if self.resume:
+            return ["-m", "digest", "train", "--resume", str(out), "--no-progress"]
+        every = ["--checkpoint-every", str(self.checkpoint_every)] if self.checkpoint_every else []
+        return ["-m", "digest", "train", *to_argv(self.flags), *every, "--out", str(out),
+                "--no-progress"]
 
 
 def config_hash(flags: dict) -> str:
@@ -196,7 +209,7 @@ def _check_flags(flags: dict, where: str) -> None:
 METHOD_KEYS = {"label", "method", "flags", "workers", "seeds_by_workers", "datasets", "networks"}
 SUITE_KEYS = {"name", "datasets", "workers", "seeds", "epochs", "model", "methods",
               "seeds_by_workers", "networks", "rounds", "aa", "warmup", "fit_epochs",
-              "budgets"}
+              "budgets", "checkpoint_every"}
 
 
 def suite_from_dict(d: dict) -> Suite:
@@ -234,7 +247,8 @@ def suite_from_dict(d: dict) -> Suite:
     suite = Suite(d["name"], tuple(d["datasets"]), tuple(d["workers"]), tuple(d["seeds"]),
                   int(d["epochs"]), dict(d.get("model") or {}), methods,
                   _seeds_by_workers(d), tuple(str(n) for n in d.get("networks") or ()),
-                  **_protocol(d), fit_epochs=_fit_epochs(d), budgets=_budgets(d))
+                  **_protocol(d), fit_epochs=_fit_epochs(d), budgets=_budgets(d),
+                  checkpoint_every=_checkpoint_every(d))
     _check_aa(suite)
     _check_flags(suite.model, f"suite {suite.name} model")
     for m in methods:
@@ -258,6 +272,14 @@ def _protocol(d: dict) -> dict:
         raise ValueError(f"suite {d['name']}: warmup must be an integer in [0, epochs), "
                          f"not {warmup!r}")
     return {"rounds": rounds, "aa": aa, "warmup": warmup}
+
+
+def _checkpoint_every(d: dict) -> int:
+    every = d.get("checkpoint_every", 0)
+    if not isinstance(every, int) or isinstance(every, bool) or every < 0:
+        raise ValueError(f"suite {d['name']}: checkpoint_every must be an integer >= 0, "
+                         f"not {every!r}")
+    return every
 
 
 def _fit_epochs(d: dict) -> tuple:
@@ -332,6 +354,7 @@ def expand(suite: Suite) -> list[Run]:
                         flags = {**suite.model, "dataset": dataset, "method": spec.method,
                                  "workers": workers, "seed": seed, "epochs": suite.epochs,
                                  **spec.flags}
-                        runs += [Run(dataset, spec, workers, seed, flags, r)
+                        runs += [Run(dataset, spec, workers, seed, flags, r,
+                                     checkpoint_every=suite.checkpoint_every)
                                  for r in range(suite.rounds)]
     return runs

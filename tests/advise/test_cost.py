@@ -10,7 +10,8 @@ import pytest
 
 from digest.advise.cost import Network, Rates, calibrated, step_seconds
 from digest.advise.job import load_job
-from digest.advise.predict import WARMUP, predict
+from digest.advise.predict import predict
+from digest.advise.protocol import WARMUP
 from digest.advise.traffic import count
 from digest.advise.work import Work
 from digest.config import TrainConfig

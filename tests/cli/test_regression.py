@@ -10,7 +10,7 @@ DIGEST-A runs with one worker: with M = 1 it is step for step synchronous DIGEST
 deterministic (with more workers the order in which gradients arrive is not).
 
 Each case is the command's own path without a new interpreter: its flags parsed by the CLI's
-parser, its partition prepared as ``train`` prepares it, then ``digest.cli.worker`` on every rank
+parser, its partition prepared as ``train`` prepares it, then ``digest.training.run.worker`` on every rank
 through the launcher ``--workers M`` uses (the warm one: workers forked from a forkserver that
 imported torch once; one worker too, as a process of its own)."""
 from __future__ import annotations
@@ -42,6 +42,7 @@ COLUMNS = ("train_loss", "bytes_halo_fwd", "bytes_halo_bwd", "bytes_store", "byt
 
 def run_case(name: str, out: Path, data_root: Path) -> dict:
     from digest import cli, flags
+    from digest.training import run
     from digest.config import TrainConfig, validate
     from digest.runtime.launch import launch_all
     args = cli.parser().parse_args(["train", *COMMON, *CASES[name], "--data-root", str(data_root),
@@ -49,7 +50,7 @@ def run_case(name: str, out: Path, data_root: Path) -> dict:
     cfg = TrainConfig.of(**flags.given(args))
     validate(cfg)
     world = cfg.runtime.workers
-    launch_all(cli.worker, (cfg, str(cli._prepare(cfg, world)), str(out)), world)
+    launch_all(run.worker, (cfg, str(run.prepare(cfg, world)), str(out)), world)
     with open(out / "metrics.csv") as f:
         rows = list(csv.DictReader(f))
     return {c: [float(r[c]) for r in rows] for c in COLUMNS}

@@ -43,6 +43,6 @@ def test_the_epoch_time_is_the_mean_over_whole_periods():
     a mean over all 9 timed epochs would count a third refresh-free epoch (0.378 s)."""
     t = [9.0, 9.0] + [0.2, 0.2, 0.2, 1.0] * 2 + [0.2]
     m = pd.DataFrame({"epoch_time": t})
-    assert periods.epoch_time(m, {"sync_interval": 4}, 2) == pytest.approx(0.4)
-    assert list(periods.timed_rows(m, {"sync_interval": 4}, 2)["epoch_time"]) == t[2:10]
+    assert periods.epoch_time(m, {"method": "digest", "sync_interval": 4}, 2) == pytest.approx(0.4)
+    assert list(periods.timed_rows(m, {"method": "digest", "sync_interval": 4}, 2)["epoch_time"]) == t[2:10]
     assert periods.epoch_time(m, {}, 2) == pytest.approx(sum(t[2:]) / 9)

@@ -98,6 +98,42 @@ def fake_launcher(calls, fail=()):
     return launch
 
 
+def test_a_checkpointed_run_interrupted_resumes_from_its_checkpoint(tmp_path, monkeypatch):
+    """A suite with ``checkpoint_every`` passes --checkpoint-every (outside the hash); a run of
+    the same hash that stopped with a checkpoint is continued with --resume, its earlier
+    sittings' seconds kept; without a checkpoint, or at another hash, it starts over."""
+    monkeypatch.setattr(suite_runs, "unavailable_datasets", lambda names: {})
+    suite = suite_from_dict({**SUITE, "seeds": [0], "checkpoint_every": 5})
+    plain = suite_from_dict({**SUITE, "seeds": [0]})
+    run, root = expand(suite)[0], tmp_path / "runs"
+    assert run.hash == expand(plain)[0].hash  # a checkpointed run is the same run
+    assert "--checkpoint-every 5" in " ".join(run.argv("d"))
+    folder = run.directory(root)
+    folder.mkdir(parents=True)
+    (folder / "checkpoint").mkdir()
+    (folder / "checkpoint" / "config.json").write_text("{}")
+    (folder / "run.json").write_text(json.dumps({"hash": run.hash, "status": "interrupted",
+                                                 "seconds": 100.0, "started": "then"}))
+    argvs = []
+
+    def launch(r, directory):
+        argvs.append(r.argv(directory))
+        (directory / "summary.json").write_text(json.dumps({"status": "complete"}))
+        return 0
+    assert suite_runs.run_suite(suite, root, {"exact"}, launch, labels={"exact"})["ran"] == 1
+    assert argvs == [["-m", "digest", "train", "--resume", str(folder), "--no-progress"]]
+    record = json.loads((folder / "run.json").read_text())
+    assert record["status"] == "complete" and record["started"] == "then"
+    assert record["seconds"] >= 100.0 and len(record["resumed"]) == 1
+    (folder / "summary.json").unlink()  # at another hash: cleared, started over
+    other = suite_from_dict({**SUITE, "seeds": [0], "epochs": 5, "checkpoint_every": 5})
+    argvs.clear()
+    suite_runs.run_suite(other, root, {"exact"}, launch, labels={"exact"})
+    assert "--resume" not in argvs[0] and not (folder / "checkpoint").exists()
+    with pytest.raises(ValueError, match="checkpoint_every"):
+        suite_from_dict({**SUITE, "checkpoint_every": -1})
+
+
 def test_resume_skips_complete_same_hash_reruns_otherwise(tmp_path, monkeypatch, capsys):
     monkeypatch.setattr(suite_runs, "unavailable_datasets", lambda names: {})
     suite, root, calls = suite_from_dict(SUITE), tmp_path / "runs", []

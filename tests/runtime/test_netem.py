@@ -17,14 +17,15 @@ import time
 
 import pytest
 
-from digest.cli import import_methods, main
+from digest.cli import main
+from digest.methods import load_all
 from digest.runtime import netem, netns
 from helpers import DATASET as SMALL, cli
 
 
 def train(out, method="exact", bandwidth="1gbit", *extra, dataset=SMALL, workers=2, epochs=3):
     from digest.methods import methods_with_option
-    import_methods()
+    load_all()
     stale = ["--sync-interval", 2] if method in methods_with_option("sync_interval") else []
     return ["train", "--dataset", dataset, "--method", method, "--workers", workers,
             "--hidden", 16, "--epochs", epochs, *stale, "--timeout", 30,

@@ -24,7 +24,7 @@ import numpy as np
 
 from digest.advise.cost import Rates
 from digest.advise.job import Job, load_job
-from digest.advise.predict import WARMUP
+from digest.advise.protocol import WARMUP
 from digest.advise.traffic import Counted, count, parameters
 from digest.advise.work import KINDS, MODELLED, step_work
 

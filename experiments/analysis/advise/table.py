@@ -23,11 +23,11 @@ import json
 from pathlib import Path
 
 from digest.advise.job import load_job
+from digest.advise.protocol import TARGETS
 
 from ...suites.suite import base_label
 from .runs import ROOT, TWINS, is_default, records
 
-TARGETS = (0.98, 0.99, 0.995)
 
 
 def _epochs(metrics, target: float) -> int | None:
