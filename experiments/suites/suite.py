@@ -26,6 +26,8 @@ import yaml
 from digest.advise.protocol import WARMUP
 from digest.config import AROUND_THE_RUN
 
+from . import keys
+
 CONFIGS = Path(__file__).resolve().parents[1] / "configs"
 RESERVED = AROUND_THE_RUN  # set by the runner, never part of a config
 AA_SUFFIX = "-aa"  # "exact-aa": the second exact label of an A/A suite
@@ -224,7 +226,7 @@ def suite_from_dict(d: dict) -> Suite:
                              f"{', '.join(unknown)} (known: {', '.join(sorted(METHOD_KEYS))})")
     methods = tuple(MethodSpec(m["label"], m["method"], dict(m.get("flags") or {}),
                                tuple(m["workers"]) if m.get("workers") else None,
-                               _seeds_by_workers(m),
+                               keys.seeds_by_workers(m),
                                tuple(m["datasets"]) if m.get("datasets") else None,
                                tuple(str(n) for n in m["networks"]) if m.get("networks") else None)
                     for m in d["methods"])
@@ -246,9 +248,9 @@ def suite_from_dict(d: dict) -> Suite:
                          "network of an emulated sweep")
     suite = Suite(d["name"], tuple(d["datasets"]), tuple(d["workers"]), tuple(d["seeds"]),
                   int(d["epochs"]), dict(d.get("model") or {}), methods,
-                  _seeds_by_workers(d), tuple(str(n) for n in d.get("networks") or ()),
-                  **_protocol(d), fit_epochs=_fit_epochs(d), budgets=_budgets(d),
-                  checkpoint_every=_checkpoint_every(d))
+                  keys.seeds_by_workers(d), tuple(str(n) for n in d.get("networks") or ()),
+                  **keys.protocol(d), fit_epochs=keys.fit_epochs(d), budgets=keys.budgets(d),
+                  checkpoint_every=keys.checkpoint_every(d))
     _check_aa(suite)
     _check_flags(suite.model, f"suite {suite.name} model")
     for m in methods:
@@ -260,49 +262,6 @@ def suite_from_dict(d: dict) -> Suite:
     return suite
 
 
-def _protocol(d: dict) -> dict:
-    """The timing protocol's settings: rounds >= 1, aa a boolean, 0 <= warmup < epochs (when set)."""
-    rounds, aa, warmup = d.get("rounds", 1), d.get("aa", False), d.get("warmup", WARMUP)
-    if not isinstance(rounds, int) or isinstance(rounds, bool) or rounds < 1:
-        raise ValueError(f"suite {d['name']}: rounds must be an integer >= 1, not {rounds!r}")
-    if not isinstance(aa, bool):
-        raise ValueError(f"suite {d['name']}: aa must be true or false, not {aa!r}")
-    if "warmup" in d and (not isinstance(warmup, int) or isinstance(warmup, bool)
-                          or not 0 <= warmup < int(d["epochs"])):
-        raise ValueError(f"suite {d['name']}: warmup must be an integer in [0, epochs), "
-                         f"not {warmup!r}")
-    return {"rounds": rounds, "aa": aa, "warmup": warmup}
-
-
-def _checkpoint_every(d: dict) -> int:
-    every = d.get("checkpoint_every", 0)
-    if not isinstance(every, int) or isinstance(every, bool) or every < 0:
-        raise ValueError(f"suite {d['name']}: checkpoint_every must be an integer >= 0, "
-                         f"not {every!r}")
-    return every
-
-
-def _fit_epochs(d: dict) -> tuple:
-    """``fit_epochs``: epoch numbers (0-based, as metrics.csv has them) below ``epochs``."""
-    got = d.get("fit_epochs") or []
-    if not all(isinstance(e, int) and not isinstance(e, bool) and 0 <= e < int(d["epochs"])
-               for e in got):
-        raise ValueError(f"suite {d['name']}: fit_epochs must be epoch numbers in [0, epochs), "
-                         f"not {got!r}")
-    return tuple(got)
-
-
-def _budgets(d: dict) -> tuple:
-    """``budgets``: epoch counts in [1, epochs], each a shorter run read off the long one
-    (experiments/analysis/budget.py); only meaningful with a constant learning rate."""
-    got = d.get("budgets") or []
-    if not all(isinstance(b, int) and not isinstance(b, bool) and 1 <= b <= int(d["epochs"])
-               for b in got):
-        raise ValueError(f"suite {d['name']}: budgets must be epoch counts in [1, epochs], "
-                         f"not {got!r}")
-    return tuple(sorted(set(got)))
-
-
 def _check_aa(suite: Suite) -> None:
     """A label written as an A/A twin ("exact-aa") must run exactly what its exact label runs."""
     specs = {m.label: m for m in suite.methods}
@@ -312,10 +271,6 @@ def _check_aa(suite: Suite) -> None:
             if ref is None or (ref.method, ref.flags) != (m.method, m.flags):
                 raise ValueError(f"suite {suite.name}: {m.label} is an A/A label, so it must run "
                                  f"what {exact_for(m.label)} runs (the same method and flags)")
-
-
-def _seeds_by_workers(d: dict) -> dict:
-    return {int(k): tuple(v) for k, v in (d.get("seeds_by_workers") or {}).items()}
 
 
 # suites renamed by their question; their run folders say so in run.json ("renamed")
