@@ -10,7 +10,11 @@ holds can be saved), so that the launcher names it, once another rank has exited
 stayed stopped for ``DIGEST_STOPPED_GRACE_S`` seconds (``GRACE_S`` by default), whichever comes
 first: a stopped worker ends the run after the grace, not after the collective timeout (300 s by
 default). ``DIGEST_STOPPED_GRACE_S=off`` keeps a worker that you paused under a debugger (or
-stopped on purpose) alive for as long as its peers' ``--timeout`` allows."""
+stopped on purpose) alive for as long as its peers' ``--timeout`` allows.
+
+The other way round, a worker whose launcher is gone (killed by SIGKILL, which it cannot pass on)
+ends itself within ``ORPHAN_POLL_S``: its peers are alive and would otherwise train on to the end
+with no one to collect the run, writing into a folder that may be a new run's by then."""
 from __future__ import annotations
 
 import os
@@ -24,6 +28,8 @@ from pathlib import Path
 from ..errors import UsageError
 
 _DIR = "DIGEST_PID_DIR"
+_LAUNCHER = "DIGEST_LAUNCHER_PID"
+ORPHAN_POLL_S = 1.0
 _PREFIX = "digest-pids-"
 GRACE_ENV = "DIGEST_STOPPED_GRACE_S"
 # How long a worker may stay stopped before the run ends naming it: long enough for a deliberate
@@ -52,10 +58,28 @@ def grace_from_env() -> float | None:
 
 
 def register() -> None:
-    """In a worker: record this process's pid under its rank (a no-op outside the launcher)."""
+    """In a worker: record this process's pid under its rank, and end this process once the
+    launcher is gone (both no-ops outside the launcher, e.g. under torchrun)."""
     where = os.environ.get(_DIR)
     if where and "RANK" in os.environ:
         Path(where, os.environ["RANK"]).write_text(str(os.getpid()))
+    launcher = os.environ.get(_LAUNCHER, "")
+    if launcher.isdigit():
+        threading.Thread(target=_end_when_gone, args=(int(launcher),), daemon=True,
+                         name="digest-orphan-guard").start()
+
+
+def _end_when_gone(launcher: int) -> None:
+    """SIGKILL this process once ``launcher`` has exited (gone, or a zombie not yet reaped)."""
+    import psutil
+    while True:
+        time.sleep(ORPHAN_POLL_S)
+        try:
+            alive = psutil.Process(launcher).status() != psutil.STATUS_ZOMBIE
+        except psutil.Error:
+            alive = False
+        if not alive:
+            os.kill(os.getpid(), signal.SIGKILL)
 
 
 def _sweep() -> None:
@@ -82,7 +106,7 @@ class Watch(threading.Thread):
         self.grace = grace_from_env() if grace == "env" else grace
         _sweep()
         self.dir = tempfile.mkdtemp(prefix=f"{_PREFIX}{os.getpid()}-")
-        self.env = {_DIR: self.dir}
+        self.env = {_DIR: self.dir, _LAUNCHER: str(os.getpid())}
         self.stopped: set[int] = set()
         self.ended: dict[int, float] = {}
         self._killed: set[int] = set()

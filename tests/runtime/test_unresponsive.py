@@ -118,3 +118,31 @@ def test_a_dead_launchers_pid_folder_is_swept(tmp_path, monkeypatch):
     watch = Watch()
     assert not gone.exists() and mine.exists() and other.exists()
     assert Path(watch.dir).parent == tmp_path and Path(watch.dir).name.startswith(mine.name[:-3])
+
+
+def test_a_worker_whose_launcher_was_killed_ends_itself(tmp_path):
+    """A launcher SIGKILLed cannot stop its workers; each ends itself within about a second of
+    the launcher's end (``DIGEST_LAUNCHER_PID``, set by ``Watch.env``), where its peers would
+    train on. The worker here: a process that registered under that variable, then sleeps."""
+    import sys
+    worker = ("import os, time; from digest.runtime.unresponsive import register; register(); "
+              "print(os.getpid(), flush=True); time.sleep(60)")
+    launcher = subprocess.Popen(  # the launcher: starts the worker with its own pid, then waits
+        [sys.executable, "-c", "import os, subprocess, sys, time; "
+         "p = subprocess.Popen([sys.executable, '-c', sys.argv[1]], stdout=sys.stdout, "
+         "env={**os.environ, 'DIGEST_LAUNCHER_PID': str(os.getpid())}); time.sleep(60)", worker],
+        stdout=subprocess.PIPE, text=True)
+    try:
+        pid = int(launcher.stdout.readline())
+        assert psutil.pid_exists(pid)
+        launcher.kill()
+        launcher.wait()
+        _until(lambda: not psutil.pid_exists(pid) or psutil.Process(pid).status() == "zombie")
+        assert not psutil.pid_exists(pid) or psutil.Process(pid).status() == "zombie"
+    finally:
+        launcher.kill()
+
+
+def test_the_watch_names_its_launcher_for_the_workers():
+    watch = Watch()
+    assert watch.env["DIGEST_LAUNCHER_PID"] == str(psutil.Process().pid)
