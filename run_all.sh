@@ -109,7 +109,7 @@ if [ -n "$into" ]; then
   python -m experiments.pages --suite "$suite" || status=1
 else  # your runs against the committed ones: results/<suite>/ (experiments/suites/layout.py)
   echo
-  python -m experiments.reproduce --suite "$suite" --runs "$results/runs" --out "$results"
+  python -m experiments.studies.reproduce --suite "$suite" --runs "$results/runs" --out "$results"
   case $? in 0) ;; 1) status=1 ;; *) status=1; echo "the reproduction report failed" ;; esac
 fi
 

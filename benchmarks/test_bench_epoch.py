@@ -34,7 +34,7 @@ def test_epoch_plain_pyg_reference(benchmark, data_root, adjacency):
 
     from digest.data import load_dataset
     from digest.training.metrics import available_cores
-    from experiments.running.reference import plain_step_fn
+    from experiments.studies.bench.reference import plain_step_fn
     torch.set_num_threads(available_cores())
     graph = load_dataset(DATASET, data_root)
     step = plain_step_fn(graph, hidden=256, layers=3, dropout=0.5, adjacency=adjacency)

@@ -9,11 +9,11 @@ which commit, load, machine, re-runs; repro's is results/repro/RUNLOG.md) and fi
 ``<!-- generated:begin ... -->`` and ``<!-- generated:end -->`` in its README (results/<suite>/README.md,
 experiments/suites/layout.py) with its key tables as its tables.md has them (accuracy; per-epoch time and
 speedup, measured; an emulated suite's ms per epoch at each bandwidth; stragglers) and links to
-its plots, the main one shown. Always: the cross-suite table (experiments/render/headline.py) between
+its plots, the main one shown. Always: the cross-suite table (experiments/studies/across_suites/headline_render.py) between
 ``<!-- generated:headline:begin ... -->`` and ``<!-- generated:headline:end -->`` in
-results/accuracy/README.md; the A/A noise floor across suites (experiments/render/noise.py)
+results/accuracy/README.md; the A/A noise floor across suites (experiments/studies/across_suites/noise_render.py)
 between ``<!-- generated:noise:begin ... -->`` and ``<!-- generated:noise:end -->`` in
-results/README.md; the benchmark's verdict (experiments/verdict_page.py: per graph, the fastest
+results/README.md; the benchmark's verdict (experiments/studies/verdict/command.py: per graph, the fastest
 method to exact's accuracy at each bandwidth, its table and figure) between
 ``<!-- generated:verdict:begin ... -->`` and ``<!-- generated:verdict:end -->`` in both pages, which
 it leads; and, once results/quick/tables.md exists, the quick suite's
@@ -27,18 +27,22 @@ from __future__ import annotations
 
 import argparse
 import difflib
+import importlib
 import os
+import pkgutil
 import sys
 from pathlib import Path
 
-from . import verdict_page
-from .render import headline, noise, runlog
+from .render import runlog
 from .render.blocks import MarkerError, fill
 from .render.suite_block import quick_block, suite_block
 from .suites.layout import committed_suites, folders, loadavg_path, page_path
 from .suites.suite import Suite, load_suite
 
 REPO = Path(__file__).resolve().parents[1]
+STUDIES = REPO / "experiments" / "studies"
+
+
 def suite_outputs(suite: Suite, results: Path, plots: Path, runs: Path, samples: Path | None,
                   command: str) -> dict:
     """{path: text} of a suite's generated files: RUNLOG.md and its README with its block."""
@@ -55,18 +59,27 @@ def suite_outputs(suite: Suite, results: Path, plots: Path, runs: Path, samples:
 SHARED_PAGES = (Path("results/README.md"), Path("README.md"), Path("results/accuracy/README.md"))
 
 
+def study_blocks() -> dict:
+    """{block name: page folder -> text} of every study that fills a block of the shared pages
+    (its package's ``shared_blocks()``), found by name: the core imports no study."""
+    blocks = {}
+    for info in sorted(pkgutil.iter_modules([str(STUDIES)]), key=lambda i: i.name):
+        study = importlib.import_module(f"experiments.studies.{info.name}")
+        blocks.update(getattr(study, "shared_blocks", dict)())
+    return blocks
+
+
 def add_shared(out: dict, pages=SHARED_PAGES) -> dict:
-    """``out`` with the headline, quick and noise blocks filled in each of ``pages`` that exists
-    (a page without a block's markers keeps none), from its text in ``out`` if there, else on
-    disk."""
-    floor = noise.block()  # the same for every page: read the suites' timing.csv once
-    graphs = verdict_page.states()  # and the benchmark's runs once
+    """``out`` with the quick block and the studies' blocks (headline, noise, verdict) filled in
+    each of ``pages`` that exists (a page without a block's markers keeps none), from its text
+    in ``out`` if there, else on disk."""
+    blocks = study_blocks()
     for page in pages:
         if page in out or page.exists():
-            out[page] = fill(out[page] if page in out else page.read_text(),
-                             {"headline": headline.table(page.parent),
-                              "quick": quick_block(page.parent), "noise": floor,
-                              "verdict": verdict_page.lead(page.parent, graphs)}, str(page))
+            text = out[page] if page in out else page.read_text()
+            out[page] = fill(text, {"quick": quick_block(page.parent),
+                                    **{name: make(page.parent) for name, make in blocks.items()}},
+                             str(page))
     return out
 
 

@@ -244,13 +244,13 @@ FAULTS = ("DIGEST_FAULT", "DIGEST_EPOCH_HOOK")  # digest/runtime/faults.py: the 
 
 def cli(args, data_root, cwd, env: dict | None = None, timeout: float = 240,
         interrupt_when: Path | None = None, program: list | None = None):
-    """``python -m digest *args`` as a user runs it (experiments/running/watch.py: a new interpreter in a
+    """``python -m digest *args`` as a user runs it (experiments/studies/faults/watch.py: a new interpreter in a
     session of its own, every process it starts watched; past ``timeout`` its process group and
     every process it started are SIGKILLed and TimeoutError raised). ``env`` adds variables (the
     fault to inject: ``DIGEST_FAULT``, digest/runtime/faults.py); ``interrupt_when``: Ctrl-C once that file exists
     (an event, never a fixed delay); ``program``: another command than ``python -m digest``
     (torchrun, run_all.sh)."""
-    from experiments.running.watch import run
+    from experiments.studies.faults.watch import run
     full = {k: v for k, v in os.environ.items() if k not in FAULTS and k != "DIGEST_DEBUG"}
     full.update(DIGEST_DATA=str(data_root), PYTHONPATH=str(ROOT), **(env or {}))
     if "DIGEST_FAULT" in (env or {}):

@@ -32,12 +32,16 @@ LAYERS = [
 ENTRY_POINT = "digest.cli"  # python -m digest: arguments and printing only
 CLI_LINES = 150
 
-# experiments/'s layers, bottom to top (docs/architecture.md): a subpackage may import its own
-# modules and the layers below; the commands (the modules at experiments/'s top, each a
-# ``python -m experiments.X`` entry point) sit above them all, so nothing below imports a command.
+# experiments/'s layers, bottom to top (docs/architecture.md): the core (suites, running,
+# analysis, render), then the studies (experiments/studies/NAME/: one question's analysis,
+# rendering and command each), then the core's commands (the modules at experiments/'s top, each
+# a ``python -m experiments.X`` entry point). A module imports its own layer and the layers below;
+# a study imports the core and never another study; the core imports no study.
 HARNESS_LAYERS = ["experiments.suites", "experiments.running", "experiments.analysis",
-                  "experiments.render"]
-HARNESS_TOP = 12  # modules at experiments/'s top: its commands and __init__
+                  "experiments.render", "experiments.studies"]
+STUDIES = "experiments.studies"
+HARNESS_TOP = 6  # modules at experiments/'s top: the core's commands and __init__
+MIN_STUDIES = 5
 LONGEST_FUNCTION = 60  # lines, in experiments/
 
 
@@ -194,8 +198,31 @@ def harness_layer(module: str) -> int:
 
 def test_harness_layers_are_in_order_commands_on_top():
     assert [harness_layer(m) for m in ("experiments.suites.suite", "experiments.running.launch",
-            "experiments.analysis.tables", "experiments.render.report", "experiments.tables",
-            "experiments")] == [0, 1, 2, 3, 4, 4]
+            "experiments.analysis.tables", "experiments.render.report",
+            "experiments.studies.verdict.analysis", "experiments.tables",
+            "experiments")] == [0, 1, 2, 3, 4, 5, 5]
+
+
+def study_of(module: str) -> str | None:
+    """The study a module belongs to (``experiments.studies.verdict.render`` -> ``verdict``)."""
+    parts = module.split(".")
+    return parts[2] if module.startswith(STUDIES + ".") and len(parts) > 2 else None
+
+
+def test_studies_import_the_core_never_another_study(graph):
+    studies = {study_of(m) for m in graph} - {None}
+    assert len(studies) >= MIN_STUDIES, sorted(studies)
+    across = sorted(f"{m} -> {t}" for m, targets in graph.items() if study_of(m)
+                    for t in targets if study_of(t) and study_of(t) != study_of(m))
+    assert across == []
+
+
+def test_the_core_imports_no_study(graph):
+    """The core finds a study's shared blocks by name (experiments/pages.py), never by import."""
+    bad = sorted(f"{m} -> {t}" for m, targets in graph.items()
+                 if m.startswith("experiments") and not m.startswith(STUDIES)
+                 for t in targets if t.startswith(STUDIES))
+    assert bad == []
 
 
 def test_harness_layers_point_down(graph):

@@ -20,7 +20,7 @@ import pytest
 from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 
-from experiments.running.watch import run
+from experiments.studies.faults.watch import run
 
 ROOT = Path(__file__).resolve().parents[1]
 OWN = {"digest", "baselines", "experiments"}

@@ -2,7 +2,7 @@
 user's by measured statistics (docs/methods.md section 13).
 
 ``convergence.json`` (beside this file; written from the committed runs by ``python -m
-experiments.advise table --write``, which ``--check`` recomputes) holds, per group of runs
+experiments.studies.advise table --write``, which ``--check`` recomputes) holds, per group of runs
 (suite, graph, worker count, model, width, depth, dropout, learning rate, budget) and method
 configuration, every seed's epochs to q x exact's mean best validation accuracy (q in its
 ``targets``; null: not reached), the test accuracy at best validation beside exact's, and each

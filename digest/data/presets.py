@@ -56,7 +56,7 @@ whose label mix differs, which class-aligned communities make METIS produce. The
 it, from the former default ``preset=unaligned`` (20,000 nodes, 32 communities independent of the
 classes, signal 0.12: METIS cuts 13.1%, exact about 82%):
 
-- ``python -m experiments.synthetic_scan SPEC 0,1,2 60 5,20`` emulates exact, all-reduce and
+- ``python -m experiments.studies.synthetic_scan SPEC 0,1,2 60 5,20`` emulates exact, all-reduce and
   PSGD-PA in one process (test accuracy %, exact / all-reduce / K = 5 / K = 20, seeds 0, 1, 2):
   ``synthetic:preset=unaligned``: 82.75 / 83.04 / 83.38 / 83.26, 82.73 / 82.31 / 82.27 / 82.61,
   82.25 / 82.51 / 82.16 / 82.11: no gap in any form. ``...,aligned=0.5``: 78.50 / 78.56 / 75.49 /

@@ -31,8 +31,10 @@ def period(config: dict) -> int | None:
     """The run's period in epochs (summary.json's ``config``); None if its schedule has none. The
     method says which of its flags set a period (``digest.methods.Method.period``).
 
-    Example: ``{"method": "digest", "sync_interval": 10, "local_steps": 3}`` -> 30; exact -> 1."""
-    return register_methods().get(config.get("method", "exact")).period(config)
+    Example: ``{"method": "digest", "sync_interval": 10, "local_steps": 3}`` -> 30; exact -> 1;
+    a method not registered here (a plugin's run read without ``DIGEST_PLUGINS``) -> 1."""
+    method = register_methods().METHODS.get(config.get("method", "exact"))
+    return 1 if method is None else method.period(config)
 
 
 @dataclass(frozen=True)

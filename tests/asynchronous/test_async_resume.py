@@ -16,7 +16,7 @@ import pytest
 import torch
 
 from digest.asynchronous.server import ParameterServer
-from experiments.running.campaign import damage as damaged
+from experiments.studies.faults.campaign import damage as damaged
 from helpers import DATASET, cli, here, leftovers, rows
 EPOCHS, EVERY, M = 60, 20, 2
 # Resumed against uninterrupted (same seed, flags and checkpoints; 60 validation and 60 test

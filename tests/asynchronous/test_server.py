@@ -16,7 +16,7 @@ import pytest
 import torch
 
 from digest.asynchronous.server import ParameterServer, ServerProcess
-from experiments.running.watch import alive as _alive
+from experiments.studies.faults.watch import alive as _alive
 from helpers import ROOT
 
 

@@ -1,4 +1,4 @@
-"""The experiments behind advise (experiments/analysis/advise/, ``python -m experiments.advise``): the epochs-to-target table from run
+"""The experiments behind advise (experiments/studies/advise/, ``python -m experiments.studies.advise``): the epochs-to-target table from run
 folders written by hand, the validation's rank correlation and first choice on hand-made rows,
 the fit's fast pricing equal to the library's, and (slow) every committed file advise ships or
 writes recomputed by its ``--check``."""
@@ -14,10 +14,12 @@ from digest.advise.predict import predict
 from digest.advise.protocol import WARMUP
 from digest.advise.traffic import count
 from digest.config import TrainConfig
-from experiments import advise
-from experiments.analysis.advise import check as advise_check, fit as advise_fit, table as advise_table
+from experiments.studies.advise import command as advise
+from experiments.studies.advise import check as advise_check
+from experiments.studies.advise import fit as advise_fit
+from experiments.studies.advise import table as advise_table
 from helpers import needs_shared
-from experiments.analysis.advise.runs import Timed
+from experiments.studies.advise.runs import Timed
 from fake_runs import write_run
 from helpers import small_graph
 

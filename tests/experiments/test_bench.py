@@ -1,4 +1,4 @@
-"""experiments/bench.py, experiments/analysis/performance.py and experiments/render/performance.py: the report says every ratio, met or not,
+"""experiments/studies/bench/command.py, experiments/studies/bench/analysis.py and experiments/studies/bench/render.py: the report says every ratio, met or not,
 states no explanation without the measured number that shows it, and the CPU-time cost model reads
 the per-worker columns the trainer writes (the measurements themselves are benchmarks, not tests)."""
 from __future__ import annotations
@@ -9,9 +9,10 @@ from pathlib import Path
 
 import pandas as pd
 
-from experiments.analysis import performance
-from experiments.render import performance as perf_report, scale as scale_render
-from experiments.running import contest
+from experiments.studies.bench import analysis as performance
+from experiments.studies.bench import render as perf_report
+from experiments.studies.bench import scale_render as scale_render
+from experiments.studies.bench import contest
 from experiments.analysis.costmodel import parse_network
 
 
@@ -31,7 +32,7 @@ def test_render_states_every_ratio_met_or_not():
     machine = {"machine": {"cores": 2, "cpu": "x", "ram_gib": 1, "gpu": "none"},
                "versions": {"torch": "t"}}
     doc = {"ratios": {
-        "date": "d", "command": "python -m experiments.bench", "load_start": "1", "load_end": "1",
+        "date": "d", "command": "python -m experiments.studies.bench", "load_start": "1", "load_end": "1",
         "machine": machine,
         "photo": {"epochs": 2, "warmup": 1, "ratio": 1.2, "reference": contest.PLAIN_SP,
                   "contestants": _contestants(1.2, 1.0), "ratios_by_reference": {contest.PLAIN_SP: 1.2}},
@@ -80,7 +81,7 @@ def test_cpu_seconds_sum_the_workers_and_render_with_utilisation():
 
 def _committed_scale() -> dict:
     """The committed scale record (a fresh copy each call: tests edit it)."""
-    return json.loads((Path(perf_report.__file__).parents[2] / "results" / "performance" / "performance.json")
+    return json.loads((Path(perf_report.__file__).parents[3] / "results" / "performance" / "performance.json")
                       .read_text())["scale"]
 
 
@@ -138,7 +139,7 @@ def test_every_sentence_of_the_committed_report_states_a_number():
     """An explanation only with the measurement that shows it. The committed
     performance.json rendered now (and a record with every ratio met) has no sentence without a
     number, and none of the fixed explanations that used to be chosen by a threshold."""
-    doc = json.loads((Path(perf_report.__file__).parents[2] / "results" / "performance" / "performance.json")
+    doc = json.loads((Path(perf_report.__file__).parents[3] / "results" / "performance" / "performance.json")
                      .read_text())
     met = json.loads(json.dumps(doc))
     met["ratios"]["photo"]["ratio"] = 0.9
@@ -207,7 +208,7 @@ def test_the_sparse_features_variant_is_the_same_model_as_the_dense_one():
     import torch
     import torch.nn.functional as F
 
-    from experiments.running.reference import plain_setup
+    from experiments.studies.bench.reference import plain_setup
     graph = _tiny_graph()
     out, grads = {}, {}
     for features in ("dense", "sparse"):
@@ -236,7 +237,7 @@ def test_the_sparse_features_variant_is_the_same_model_as_the_dense_one():
 def test_sparse_dropout_drops_stored_values_only():
     import torch
 
-    from experiments.running.reference import dropout_any
+    from experiments.studies.bench.reference import dropout_any
     x = _tiny_graph().x
     xs = x.to_sparse_csr()
     torch.manual_seed(0)
@@ -277,7 +278,7 @@ def test_physics_divides_by_the_sparse_features_variant_and_shows_the_dense_ones
 def test_a_run_that_skips_parts_keeps_them_with_the_run_that_measured_them():
     """--skip photo,digest: the kept parts carry their own run's date and command, the page says
     which run measured which part, and the history counts each part once, in its own run."""
-    doc = json.loads((Path(perf_report.__file__).parents[2] / "results" / "performance" / "performance.json")
+    doc = json.loads((Path(perf_report.__file__).parents[3] / "results" / "performance" / "performance.json")
                      .read_text())
     old = doc["ratios"]
     old = {**old, **{k: {kk: vv for kk, vv in old[k].items() if kk != "run"}

@@ -1,4 +1,4 @@
-"""The fault campaign's parts (experiments/fault_campaign.py, experiments/running/campaign.py) on
+"""The fault campaign's parts (experiments/studies/faults/command.py, experiments/studies/faults/campaign.py) on
 hand-made files; the campaign itself is a committed run (results/reliability/README.md), too long
 for the tests. Its fault, digest/runtime/faults.py: tests/runtime/test_faults.py."""
 from __future__ import annotations
@@ -11,8 +11,8 @@ import pytest
 import torch
 
 from digest.training import checkpoint
-from experiments.render.reliability import report
-from experiments.running import campaign as fc
+from experiments.studies.faults.render import report
+from experiments.studies.faults import campaign as fc
 
 
 def _saved(path: Path) -> Path:
@@ -121,7 +121,7 @@ def test_report_groups_trials_by_method_and_fault_and_says_what_the_link_faults_
 
 
 def test_the_campaign_refuses_a_link_fault_without_a_link(capsys):
-    from experiments.fault_campaign import main
+    from experiments.studies.faults.command import main
     assert main(["--methods", "exact", "--faults", "kill,cut"]) == 2
     assert capsys.readouterr().err.strip() == \
         "error: cut and flap need --network (an emulated link to cut)"

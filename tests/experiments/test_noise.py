@@ -1,12 +1,12 @@
-"""The noise floor across suites (experiments/analysis/noise.py, experiments/render/noise.py) on
+"""The noise floor across suites (experiments/studies/across_suites/noise.py, experiments/studies/across_suites/noise_render.py) on
 hand-made timing.csv files: which A/A points are clean (their interval inside [0.95, 1.05]), and
 the block that counts them."""
 from __future__ import annotations
 
 from pathlib import Path
 
-from experiments.analysis.noise import points
-from experiments.render.noise import block
+from experiments.studies.across_suites.noise import points
+from experiments.studies.across_suites.noise_render import block
 
 HEAD = "dataset,method,workers,pairs,speedup,speedup_lo,speedup_hi,verdict\n"
 

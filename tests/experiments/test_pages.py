@@ -15,7 +15,8 @@ import pytest
 from experiments import pages, recompute
 from experiments.analysis import runlog as run_facts
 from experiments.analysis.timing import NO_DIFFERENCE, NOT_CLEAN
-from experiments.render import blocks, headline, runlog
+from experiments.render import blocks, runlog
+from experiments.studies.across_suites import headline_render as headline
 from experiments.suites.suite import load_suite
 from fake_runs import fake_suite, recompute_args as args
 

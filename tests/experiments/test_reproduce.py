@@ -1,4 +1,4 @@
-"""experiments/reproduce.py, the reproduction report (a user's runs against the committed ones),
+"""experiments/studies/reproduce/command.py, the reproduction report (a user's runs against the committed ones),
 and run_all.sh's user folder: on fake run folders (no training), a rerun identical to the committed
 runs is "reproduced", one whose bytes or accuracy moved "differs" and says where, DIGEST-A's bytes
 are not compared, and a partial run is compared for what ran; (slow) in a fresh repository whose
@@ -14,7 +14,7 @@ import pandas as pd
 import pytest
 import yaml
 
-from experiments import reproduce
+from experiments.studies.reproduce import command as reproduce
 from fake_runs import fake_suite
 from helpers import DATASET, ROOT, cli
 
@@ -144,7 +144,7 @@ def test_run_all_trains_into_the_users_folder_and_compares_with_the_committed_ru
     # the committed bytes of one run change: the report says differs, and where
     m = next((repo / "results/tiny/runs").glob("*/digest-I1_w2_s0/metrics.csv"))
     pd.read_csv(m).assign(bytes_total=lambda d: d.bytes_total + 1).to_csv(m, index=False)
-    done = subprocess.run([str(repo / ".venv/bin/python"), "-m", "experiments.reproduce", "--suite",
+    done = subprocess.run([str(repo / ".venv/bin/python"), "-m", "experiments.studies.reproduce.command", "--suite",
                            "tiny", "--runs", "runs/tiny/runs", "--out", "runs/tiny"], cwd=repo,
                           capture_output=True, text=True, env={"PYTHONPATH": str(repo)})
     assert done.returncode == 1, done.stderr

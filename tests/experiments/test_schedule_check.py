@@ -1,4 +1,4 @@
-"""experiments/analysis/schedule_check.py: a method's time to the target on its own run (the sum
+"""experiments/studies/verdict/schedule_check.py: a method's time to the target on its own run (the sum
 of its epoch times up to the first evaluation at the target), the speedup end to end over the
 seeds both reached, and the verdict's cell against it. No training."""
 from __future__ import annotations
@@ -8,8 +8,8 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from experiments.analysis.schedule_check import check
-from experiments.render.verdict_screen import check_lines
+from experiments.studies.verdict.schedule_check import check
+from experiments.studies.verdict.screen import check_lines
 from experiments.suites.load import Loaded, RunRecord
 
 

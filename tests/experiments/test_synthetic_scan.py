@@ -1,10 +1,10 @@
-"""experiments/synthetic_scan.py: the one-process emulation used to choose synthetic settings."""
+"""experiments/studies/synthetic_scan/command.py: the one-process emulation used to choose synthetic settings."""
 from __future__ import annotations
 
 import torch
 
 from digest.data.synthetic import make_synthetic
-from experiments.synthetic_scan import train
+from experiments.studies.synthetic_scan.command import train
 from helpers import needs_shared
 
 
@@ -36,7 +36,7 @@ def test_best_epoch_is_reported():
 
 
 def test_the_command_scans_at_the_parts_asked(capsys):
-    from experiments.synthetic_scan import main
+    from experiments.studies.synthetic_scan.command import main
     spec = "synthetic:nodes=120,avg_degree=6,features=8,classes=3"
     assert main([spec, "0", "2", "--parts", "2"]) == 0
     line = capsys.readouterr().out.strip()
@@ -47,7 +47,7 @@ def test_the_command_scans_at_the_parts_asked(capsys):
 def test_a_real_graph_with_sparse_features_scans(capsys):
     # Cora's bag-of-words features load as sparse COO and it has no generator metadata: the scan
     # densifies them and measures homophily on the edges itself
-    from experiments.synthetic_scan import main
+    from experiments.studies.synthetic_scan.command import main
     assert main(["Cora", "0", "2", "--parts", "2"]) == 0
     line = capsys.readouterr().out.strip()
     assert line.startswith("Cora seed 0, 2 parts: homophily 0.81") and "exact - partition" in line
@@ -56,7 +56,7 @@ def test_a_real_graph_with_sparse_features_scans(capsys):
 def test_bad_arguments_are_one_line_errors(capsys):
     import pytest
 
-    from experiments.synthetic_scan import main
+    from experiments.studies.synthetic_scan.command import main
     for argv in (["synthetic", "zero"], ["synthetic", "0", "5", "--parts", "1"],
                  ["synthetic:colour=red"]):
         with pytest.raises(SystemExit) as err:

@@ -1,4 +1,4 @@
-"""experiments/analysis/verdict.py and render/verdict.py (docs/methods.md section 12): epochs to target
+"""experiments/studies/verdict/analysis.py and render.py (docs/methods.md section 12): epochs to target
 from convergence runs x per-epoch time at a bandwidth from speed rounds, the speedup to accuracy,
 its interval, pairs and verdict against the A/A interval, "not reached", the ceiling, the fastest
 close method (only at a clean point, where its interval clears the A/A interval), the
@@ -11,8 +11,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from experiments.analysis import verdict
-from experiments.render import verdict as verdict_render
+from experiments.studies.verdict import analysis as verdict
+from experiments.studies.verdict import render as verdict_render
 from experiments.render.figures import family, style
 from experiments.suites.load import Loaded, RunRecord
 
@@ -311,13 +311,13 @@ def test_the_figure_never_gives_two_families_of_a_panel_one_colour():
 
 
 def test_the_committed_verdict_page_is_what_the_committed_runs_give():
-    from experiments import verdict_page
+    from experiments.studies.verdict import command as verdict_page
     committed = (verdict_page.REPO / verdict_page.OUT / "README.md").read_text()
     assert verdict_page.page(verdict_page.REPO, [], draw=False) == committed
 
 
 def test_a_bandwidth_whose_part_is_not_run_is_left_out_and_named():
-    from experiments import verdict_page
+    from experiments.studies.verdict import command as verdict_page
     speed = speed_runs()
     speed.later += [run("exact@1gbit", 0, [np.nan] * 23, [0.5] * 23, "exact", 1)]
     speed.missing = ["toy exact@1gbit_w4_s0", "toy digest-I10@100mbit_w4_s0_r2"]
@@ -335,7 +335,7 @@ def test_a_section_says_which_bandwidths_wait(conv):
 
 
 def test_the_lead_block_links_from_the_page_it_leads(conv):
-    from experiments import verdict_page
+    from experiments.studies.verdict import command as verdict_page
     sp = verdict.speedups(conv, verdict.round_times(speed_runs(), 3), ["50mbit"])
     toy = verdict.GraphVerdict(verdict.accuracy(conv), sp, ["50mbit"])
     graphs = {"toy": ("verdict", toy, ["1gbit"]), "other": ("missing", ["a: 0 of 3 runs"]),

@@ -1,5 +1,5 @@
-"""What decides each verdict point and the one-screen table (experiments/analysis/
-verdict_points.py ``points``, render/verdict_screen.py ``screen``; docs/methods.md section 12): exact's share
+"""What decides each verdict point and the one-screen table (experiments/studies/verdict/
+points.py ``points``, screen.py ``screen``; docs/methods.md section 12): exact's share
 of its epoch in collectives, communication over compute, the share the link alone needs and the
 compute-bound label, on hand-made runs. No training."""
 from __future__ import annotations
@@ -9,8 +9,8 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from experiments.analysis import verdict_points as verdict
-from experiments.render import verdict_screen as verdict_render
+from experiments.studies.verdict import points as verdict
+from experiments.studies.verdict import screen as verdict_render
 from experiments.suites.load import Loaded, RunRecord
 
 

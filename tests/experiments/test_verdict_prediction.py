@@ -1,5 +1,5 @@
-"""The verdict's SAT rows (experiments/analysis/verdict.py ``prediction_share``,
-experiments/render/verdict.py ``_label``): how often SAT's gate let the prediction through, read
+"""The verdict's SAT rows (experiments/studies/verdict/analysis.py ``prediction_share``,
+experiments/studies/verdict/render.py ``_label``): how often SAT's gate let the prediction through, read
 from a run's per-layer ``sat_used_l{l}`` columns, and the row that says so."""
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import pandas as pd
 import pytest
 
 from experiments.analysis.convergence import prediction_share
-from experiments.render.verdict import _label
+from experiments.studies.verdict.render import _label
 
 
 def test_the_share_is_over_every_step_and_layer():
