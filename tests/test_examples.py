@@ -5,11 +5,14 @@ from __future__ import annotations
 import json
 import sys
 
+import pytest
+
 from helpers import ROOT, cli, rows
 
 EXAMPLES = ROOT / "examples"
 
 
+@pytest.mark.slow  # the example's own interpreter and workers, from scratch
 def test_train_your_graph(tmp_path):
     """Builds a PyG graph, saves it, trains DIGEST on it with two workers through
     ``digest.train``: the run's files are in OUT/run and its summary names the file."""
@@ -28,6 +31,7 @@ def test_train_your_graph(tmp_path):
     assert list(elsewhere.iterdir()) == []
 
 
+@pytest.mark.slow  # the example's own interpreter and workers, from scratch
 def test_your_own_method(tmp_path):
     """Registers a halo policy and a parameter policy of its own and trains them with two workers
     (which see the method through DIGEST_PLUGINS) beside exact: the same forward halo bytes, half

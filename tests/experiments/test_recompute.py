@@ -70,6 +70,7 @@ def test_the_committed_suites_are_found():
     assert "repro" in COMMITTED and "full" not in COMMITTED and "quick" in COMMITTED  # committed too
 
 
+@pytest.mark.slow  # every committed suite's run files re-read (about 3 minutes in all): ./run_all.sh --check
 @pytest.mark.parametrize("suite", COMMITTED)
 def test_a_committed_suite_recomputes_to_its_committed_tables(suite, capsys):
     """Every table of the suite rebuilt from its committed run files, exactly as run_all.sh

@@ -59,6 +59,7 @@ def _steps(fault: str | None) -> subprocess.CompletedProcess:
                           timeout=60)
 
 
+@pytest.mark.slow  # a run of its own, killed and launched again
 def test_a_delayed_kill_lands_on_the_chosen_rank_once_the_file_exists(tmp_path):
     committed = tmp_path / "config.json"
     timed = f"from=2,delay=0.5,after={committed}"
