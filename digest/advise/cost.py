@@ -73,7 +73,7 @@ CALIBRATION = Path(__file__).with_name("calibration.json")
 
 
 def calibrated(path: Path | None = None) -> Rates:
-    """The constants fitted on the benchmark's emulated runs (``python -m experiments.advise fit
+    """The constants fitted on the benchmark's emulated runs (``python -m experiments.studies.advise fit
     --write``): one core of the machine the committed runs ran on, per worker."""
     return Rates.of(json.loads(Path(path or CALIBRATION).read_text())["rates"])
 
@@ -81,10 +81,22 @@ def calibrated(path: Path | None = None) -> Rates:
 @dataclass(frozen=True)
 class Network:
     """A link: ``bandwidth`` bytes per second each way per worker, ``latency`` seconds per
-    message. ``bandwidth`` inf: communication costs nothing but its latency."""
+    message. ``bandwidth`` inf: communication costs nothing but its latency. The one network of
+    the project: advise's, and the harness's cost model (experiments/analysis/costmodel.py).
+
+    Args:
+        label: how it is printed, e.g. "10 Gbit/s, 5 us" (digest/runtime/units.py); "" where
+            nothing prints it.
+    """
 
     bandwidth: float
     latency: float = 0.0
+    label: str = ""
+
+    @property
+    def column(self) -> str:
+        """The name of a time modeled on this network, set apart from every measured one."""
+        return f"modeled @{self.label}"
 
 
 def compute_seconds(work: Work, rates: Rates) -> float:

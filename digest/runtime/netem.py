@@ -45,13 +45,13 @@ from pathlib import Path
 
 from . import listen, netns, placement
 from .netns import NETNS_DIR, USERNS_ENV, EmulationError
+from .units import TC, Bandwidth, read_latency
 
 MTU = 1500
 PORT = 29500  # rank 0's store, inside rank 0's own namespace: always free there
 DEV = "eth0"  # the worker's end of its link, inside its namespace
 SPEC_ENV, RECORD_ENV = "DIGEST_NETEM", "DIGEST_EMULATION"
 _NAME = re.compile(r"dg-([0-9a-f]{6})-(br|w\d+)$")
-_UNITS = {"bit": 1, "kbit": 1e3, "mbit": 1e6, "gbit": 1e9, "tbit": 1e12}
 CLONE_NEWNET, CLONE_NEWNS = 0x40000000, 0x00020000
 MS_BIND, MS_REC, MS_PRIVATE = 4096, 16384, 1 << 18
 # In the workers' namespaces only: TCP keeps its congestion window across the idle gaps between
@@ -62,18 +62,23 @@ SYSCTLS = {"net/ipv4/tcp_slow_start_after_idle": 0}
 
 
 def parse_rate(text: str, what: str = "--emulate-network") -> tuple[float, str]:
-    """'20mbit' -> (2e7 bit/s, '20mbit') in tc's units (k = 1000)."""
-    m = re.fullmatch(r"\s*([0-9]*\.?[0-9]+)\s*(bit|kbit|mbit|gbit|tbit)\s*", text.lower())
-    if not m or float(m.group(1)) <= 0:
+    """'20mbit' -> (2e7 bit/s, '20mbit'): in tc's units only (k = 1000), and without an exponent,
+    as the label is handed to tc (digest/runtime/units.py)."""
+    try:
+        rate = Bandwidth.read(text, units=TC)
+    except ValueError:
+        rate = None
+    if rate is None or "e" in rate.number:
         raise EmulationError(f"{what} {text!r}: give a rate like 10gbit, 1gbit, 100mbit, 500kbit")
-    return float(m.group(1)) * _UNITS[m.group(2)], f"{m.group(1)}{m.group(2)}"
+    return rate.bits_per_s, rate.tc
 
 
 def parse_delay(text: str) -> float:
-    m = re.fullmatch(r"\s*([0-9]*\.?[0-9]+)\s*(us|ms|s)\s*", text.lower())
-    if not m:
-        raise EmulationError(f"--emulate-latency {text!r}: give a delay like 100us or 1ms")
-    return float(m.group(1)) * {"us": 1e-6, "ms": 1e-3, "s": 1.0}[m.group(2)]
+    """'100us' -> 1e-4 seconds."""
+    try:
+        return read_latency(text)[0]
+    except ValueError:
+        raise EmulationError(f"--emulate-latency {text!r}: give a delay like 100us or 1ms") from None
 
 
 def check(bandwidth: str, latency: str, world: int, under_torchrun: bool, argv=None) -> None:

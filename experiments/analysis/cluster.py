@@ -23,6 +23,9 @@ import math
 
 import pandas as pd
 
+from digest.runtime.units import bandwidth_label
+from digest.training.record import (BEST_VAL, BYTES_TOTAL, COMM_TIME, CPU_TIME, EPOCH_TIME,
+                                    TEST_AT_BEST_VAL, per_worker, worker_ranks)
 from .costmodel import Network, modeled_epoch_times
 from ..suites.load import Loaded
 from ..suites.suite import base_label, network_of
@@ -34,6 +37,8 @@ def emulated(loaded: Loaded) -> bool:
 
 
 def _bit_s(record) -> float:
+    """The emulated link's rate in bits per second, as the run recorded it (digest/runtime/netem.py
+    read it from the run's label once: the label is not read again here)."""
     return float(record.summary["emulation"]["bandwidth_bit_s"])
 
 
@@ -54,18 +59,19 @@ def sweep_frame(loaded: Loaded) -> pd.DataFrame:
         if not e:
             continue
         m = periods.timed_rows(r.metrics, r.summary.get("config", {}), loaded.warmup)
-        net = Network(_bit_s(r) / 8, 0.0, e["bandwidth"])
-        cpu = [c for c in m.columns if c.startswith("cpu_time_w")]
+        link = _bit_s(r) / 8  # bytes per second each way; no latency: none is emulated
+        net = Network(link, 0.0, bandwidth_label(link))
+        cpu = [per_worker(CPU_TIME, w) for w in worker_ranks(m.columns, CPU_TIME)]
         rows.append({"dataset": r.dataset, "method": base_label(r.label), "workers": r.workers,
                      "seed": r.seed, "bandwidth": e["bandwidth"], "bit_s": _bit_s(r),
-                     "emulated_ms": m["epoch_time"].mean() * 1e3,
-                     "comm_ms": m["comm_time"].mean() * 1e3,
+                     "emulated_ms": m[EPOCH_TIME].mean() * 1e3,
+                     "comm_ms": m[COMM_TIME].mean() * 1e3,
                      "cpu_ms": m[cpu].max(axis=1).mean() * 1e3 if cpu else float("nan"),
                      "modeled_ms": modeled_epoch_times(m, net).mean() * 1e3,
                      "modeled_shared_ms": modeled_epoch_times(m, net, share=_share(r)).mean() * 1e3,
-                     "MiB_per_epoch": m["bytes_total"].mean() / 2**20,
-                     "best_val": r.summary.get("best_val"),
-                     "test": r.summary.get("test_at_best_val")})
+                     "MiB_per_epoch": m[BYTES_TOTAL].mean() / 2**20,
+                     "best_val": r.summary.get(BEST_VAL),
+                     "test": r.summary.get(TEST_AT_BEST_VAL)})
     return pd.DataFrame(rows)
 
 

@@ -9,60 +9,31 @@ than cores, that difference also counts the time a worker waited for a shared co
 machine per worker would not see (exact in the emulated sweep: 0.232 s wall vs 0.166 CPU s per
 worker). A run without cpu_time_w{r} columns gets no modeled time (NaN, "n/a" in the tables).
 Always labelled "modeled @<network>" and kept in columns of their own, never mixed with measured
-times.
+times. The network is the library's (digest/advise/cost.py's ``Network``), its bandwidth and
+latency read with the project's one table of units (digest/runtime/units.py), its per-worker
+columns named by the run record's schema (digest/training/record.py).
 """
 from __future__ import annotations
 
-import re
-from dataclasses import dataclass
-
 import pandas as pd
 
-# unit -> (bytes per second per unit, printed unit)
-BANDWIDTH_UNITS = {
-    "gbit": (1e9 / 8, "Gbit/s"), "mbit": (1e6 / 8, "Mbit/s"), "kbit": (1e3 / 8, "kbit/s"),
-    "gbps": (1e9 / 8, "Gbit/s"), "mbps": (1e6 / 8, "Mbit/s"),
-    "gbyte": (1e9, "GB/s"), "mbyte": (1e6, "MB/s"), "kbyte": (1e3, "kB/s"),
-}
-LATENCY_UNITS = {"ns": 1e-9, "us": 1e-6, "ms": 1e-3, "s": 1.0}
-_NUMBER = r"\s*([0-9]*\.?[0-9]+(?:e[-+]?[0-9]+)?)\s*([a-z/]*)\s*"
+from digest.advise.cost import Network  # the project's one network; the harness takes it from here
+from digest.runtime.units import Bandwidth, read_latency
+from digest.training import record
+from digest.training.record import BYTES, COMPUTE_TIME, CPU_TIME, MESSAGES, per_worker
 
-
-@dataclass(frozen=True)
-class Network:
-    bandwidth: float  # bytes per second
-    latency: float    # seconds per message
-    label: str        # e.g. "10 Gbit/s, 5 us"
-
-    @property
-    def column(self) -> str:
-        return f"modeled @{self.label}"
-
-
-def _split(text: str, what: str) -> tuple[float, str]:
-    m = re.fullmatch(_NUMBER, text.strip().lower())
-    if not m:
-        raise ValueError(f"cannot read {what} {text!r} (e.g. 10gbit, 1gbyte, 5us, 0.1ms)")
-    return float(m.group(1)), m.group(2).removesuffix("/s")
+_EXAMPLE = "10gbit, 1gbyte, 5us, 0.1ms"
 
 
 def parse_bandwidth(text: str) -> tuple[float, str]:
     """'10gbit' -> (1.25e9 bytes/s, '10 Gbit/s')."""
-    value, unit = _split(text, "bandwidth")
-    if unit not in BANDWIDTH_UNITS:
-        raise ValueError(f"bandwidth unit {unit!r} not one of {', '.join(BANDWIDTH_UNITS)}")
-    scale, printed = BANDWIDTH_UNITS[unit]
-    if value <= 0:
-        raise ValueError("bandwidth must be > 0")
-    return value * scale, f"{value:g} {printed}"
+    rate = Bandwidth.read(text, example=_EXAMPLE)
+    return rate.bytes_per_s, rate.label
 
 
 def parse_latency(text: str) -> tuple[float, str]:
     """'5us' -> (5e-6 s, '5 us')."""
-    value, unit = _split(text, "latency")
-    if unit not in LATENCY_UNITS:
-        raise ValueError(f"latency unit {unit!r} not one of {', '.join(LATENCY_UNITS)}")
-    return value * LATENCY_UNITS[unit], f"{value:g} {unit}"
+    return read_latency(text, example=_EXAMPLE)
 
 
 def parse_network(text: str) -> Network:
@@ -74,15 +45,15 @@ def parse_network(text: str) -> Network:
     return Network(bw, lat, f"{bw_label}, {lat_label}")
 
 
-# compute time per worker: "cpu" = its CPU seconds (the model); "wall" = wall time minus time in
-# collectives (the old definition, kept for experiments/bench.py's history)
-COMPUTE = {"cpu": "cpu_time_w", "wall": "compute_time_w"}
+# compute time per worker, a per-worker column of digest/training/record.py: "cpu" = its CPU
+# seconds (the model); "wall" = wall time minus time in collectives (the old definition, kept for
+# experiments/studies/bench/command.py's history)
+COMPUTE = {"cpu": CPU_TIME, "wall": COMPUTE_TIME}
 
 
 def worker_ranks(metrics: pd.DataFrame, compute: str = "cpu") -> list[int]:
-    prefix = COMPUTE[compute]
-    return sorted(int(c[len(prefix):]) for c in metrics.columns
-                  if re.fullmatch(prefix + r"\d+", c))
+    """The ranks that have a per-worker compute column (``COMPUTE[compute]``) in ``metrics``."""
+    return record.worker_ranks(metrics.columns, COMPUTE[compute])
 
 
 def modeled_epoch_times(metrics: pd.DataFrame, net: Network, compute: str = "cpu",
@@ -90,11 +61,12 @@ def modeled_epoch_times(metrics: pd.DataFrame, net: Network, compute: str = "cpu
     """One modeled time (s) per metrics.csv row: the slowest worker under ``net``; NaN when the
     run has no per-worker CPU seconds. ``share``: compute seconds are multiplied by it (workers
     per node / cores where workers share cores: each then computes at that fraction of a core)."""
-    ranks, prefix = worker_ranks(metrics, compute), COMPUTE[compute]
+    ranks, base = worker_ranks(metrics, compute), COMPUTE[compute]
     if not ranks:
         if not worker_ranks(metrics, "wall"):
             raise ValueError("metrics has no per-worker columns (cpu_time_w{r}, compute_time_w{r})")
         return pd.Series(float("nan"), index=metrics.index)
-    per_worker = pd.concat([share * metrics[f"{prefix}{r}"] + metrics[f"bytes_w{r}"] / net.bandwidth
-                            + metrics[f"messages_w{r}"] * net.latency for r in ranks], axis=1)
-    return per_worker.max(axis=1)
+    per = pd.concat([share * metrics[per_worker(base, r)]
+                     + metrics[per_worker(BYTES, r)] / net.bandwidth
+                     + metrics[per_worker(MESSAGES, r)] * net.latency for r in ranks], axis=1)
+    return per.max(axis=1)

@@ -10,10 +10,10 @@ them side by side:
 - state: every metrics column that is not one of the harness's own (``HARNESS``: losses,
   accuracies, times, bytes, messages, memory, the per-worker ``*_w<k>`` copies), as its mean over
   the epochs that have it, then over seeds; a running count (``CUMULATIVE``, e.g. DIGEST's
-  ``store_syncs``) as its last value, named ``... total``; an error against fresh rows
-  (``ERRORS``: DIGEST's ``stale_err_l<l>``, SAT's ``pred_err_l<l>``) also as its mean over the
-  second half of the epochs, named ``... 2nd half``: the first syncs, while the rows still move
-  fast, dominate the whole run's mean;
+  ``store_syncs``) as its last value, named ``... total``; an error against fresh rows (``ERRORS``
+  of digest/training/record.py: DIGEST's ``stale_err_l<l>``, SAT's ``pred_err_l<l>``) also as
+  its mean over the second half of the epochs, named ``... 2nd half``: the first syncs, while the
+  rows still move fast, dominate the whole run's mean;
 - peak memory: the run's largest per-worker peak (``summary.json`` ``peak_mem_mb_max``, MiB),
   mean over seeds; the same process-level measure for every method;
 - an asynchronous run's per-worker pace (``BY_WORKER``, from ``summary.json``): each worker's
@@ -22,26 +22,27 @@ them side by side:
 """
 from __future__ import annotations
 
-import re
-
 import pandas as pd
 
+from digest.training.record import (COMM_TIME, COMPUTE_TIME, CPU_TIME, CUM_BYTES, EPOCH, EPOCH_TIME,
+                                    EVAL_TIME, GRAD_SHARE, MESSAGES, PEAK_MEM_MB, PEAK_MEM_MB_MAX,
+                                    SERVER_VERSION, SERVER_WALL_TIME, STALENESS_PARAM, STORE_SYNCS,
+                                    TEST_ACC, TRAIN_ACC, TRAIN_LOSS, VAL_ACC, WALL_TIME, by_worker,
+                                    is_bytes, is_error, is_per_worker, mean_of)
 from ..suites.load import Loaded
 
-HARNESS = {"epoch", "train_loss", "epoch_time", "comm_time", "compute_time", "peak_mem_mb",
-           "messages", "cpu_time", "train_acc", "val_acc", "test_acc", "eval_time", "wall_time",
-           "cum_bytes"}
-CUMULATIVE = {"store_syncs", "server_version", "server_wall_time", "sat_gate_closed"}  # running: the last value is the total
-PER_WORKER = re.compile(r".*_w\d+$")
-ERRORS = re.compile(r"(stale|pred|served)_err_l\d+$")
-BY_WORKER = {"grad_share_by_worker": ("grad share by worker", ".2f"),
-             "staleness_param_mean_by_worker": ("staleness_param by worker", ".1f")}
+HARNESS = {EPOCH, TRAIN_LOSS, EPOCH_TIME, COMM_TIME, COMPUTE_TIME, PEAK_MEM_MB, MESSAGES, CPU_TIME,
+           TRAIN_ACC, VAL_ACC, TEST_ACC, EVAL_TIME, WALL_TIME, CUM_BYTES}
+# running: the last value is the total
+CUMULATIVE = {STORE_SYNCS, SERVER_VERSION, SERVER_WALL_TIME, "sat_gate_closed"}
+BY_WORKER = {by_worker(GRAD_SHARE): ("grad share by worker", ".2f"),
+             by_worker(mean_of(STALENESS_PARAM)): ("staleness_param by worker", ".1f")}
 
 
 def state_columns(metrics: pd.DataFrame) -> list[str]:
     """The method's own columns of one run's metrics.csv, in file order."""
-    return [c for c in metrics.columns if c not in HARNESS and not c.startswith("bytes_")
-            and not PER_WORKER.match(c)]
+    return [c for c in metrics.columns if c not in HARNESS and not is_bytes(c)
+            and not is_per_worker(c)]
 
 
 def table(loaded: Loaded) -> pd.DataFrame:
@@ -59,11 +60,11 @@ def table(loaded: Loaded) -> pd.DataFrame:
                     key, value = ((f"{c} total", col.iloc[-1]) if c in CUMULATIVE
                                   else (c, col.mean()))
                     means.setdefault(key, []).append(float(value))
-                if len(col) and ERRORS.match(c):
-                    late = col[r.metrics["epoch"][col.index] >= r.metrics["epoch"].max() / 2]
+                if len(col) and is_error(c):
+                    late = col[r.metrics[EPOCH][col.index] >= r.metrics[EPOCH].max() / 2]
                     if len(late):
                         means.setdefault(f"{c} 2nd half", []).append(float(late.mean()))
-        mem = [r.summary["peak_mem_mb_max"] for r in recs if r.summary.get("peak_mem_mb_max")]
+        mem = [r.summary[PEAK_MEM_MB_MAX] for r in recs if r.summary.get(PEAK_MEM_MB_MAX)]
         state = [f"{c} {sum(v) / len(v):.4g}" for c, v in means.items()] + _by_worker(recs)
         rows.append({"dataset": dataset, "method": label, "workers": workers, "seeds": len(recs),
                      "peak_mem_mb": sum(mem) / len(mem) if mem else float("nan"),
