@@ -53,6 +53,8 @@ def test_the_documented_method_runs(plugin, tmp_path, capsys):
         (2, ["error: --refresh-every must be >= 1"])
     rc, err = here(["train", "--method", "exact", "--refresh-every", 2], capsys)
     assert rc == 2 and len(err) == 1 and "an option of lazy-halo" in err[0]
+    from digest import methods  # its period, declared with its option group, is the harness's
+    assert methods.get("lazy-halo").period({"refresh_every": 4, "local_steps": 3}) == 12
 
     runs = {}
     for name, args in {"exact": ["--method", "exact"],
