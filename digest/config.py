@@ -165,9 +165,9 @@ class TrainConfig:
 
 
 def _rebuild(flags: dict) -> TrainConfig:
-    """A config unpickled in a worker: the plugins' methods registered first (the launcher's
-    entry point, unpickled before it, registered the built-in ones)."""
-    methods.import_plugins()
+    """A config unpickled in a worker: every method registered first (``methods.load_all``: a
+    spawned worker starts with an empty registry)."""
+    methods.load_all()
     return TrainConfig.of(**flags)
 
 

@@ -5,7 +5,11 @@ from __future__ import annotations
 
 import pandas as pd
 
+from digest.training import record
+
 from ..suites.load import Loaded
+
+STALE = record.ERRORS[0]  # "stale_err": a layer's stale halo rows against fresh ones
 
 
 def curves(loaded: Loaded, dataset: str, workers: int, labels=None) -> dict[str, pd.DataFrame]:
@@ -28,13 +32,13 @@ def stale_errors(loaded: Loaded, dataset: str) -> tuple[int, list, dict] | None:
     worker count among the runs with ``stale_err_l{l}`` columns, those columns by layer, {label:
     {column: mean over seeds (and workers) per epoch}}) at that worker count; None without."""
     recs = [r for r in loaded.records if r.dataset == dataset
-            and any(c.startswith("stale_err_l") for c in r.metrics.columns)]
+            and any(record.layer_of(c, STALE) is not None for c in r.metrics.columns)]
     if not recs:
         return None
     workers = max(r.workers for r in recs)
     recs = [r for r in recs if r.workers == workers]
-    cols = sorted({c for r in recs for c in r.metrics.columns if c.startswith("stale_err_l")},
-                  key=lambda c: int(c[len("stale_err_l"):]))
+    cols = sorted({c for r in recs for c in r.metrics.columns
+                   if record.layer_of(c, STALE) is not None}, key=lambda c: record.layer_of(c, STALE))
     by_label = {}
     for label in (x for x in loaded.labels if any(r.label == x for r in recs)):
         m = pd.concat([r.metrics for r in recs if r.label == label])

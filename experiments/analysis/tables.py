@@ -11,6 +11,7 @@ from __future__ import annotations
 import pandas as pd
 
 from digest.advise.protocol import TARGETS
+from digest.training import record
 
 from .costmodel import Network, modeled_epoch_times
 from ..suites.load import Loaded
@@ -38,7 +39,7 @@ def run_frame(loaded: Loaded, net: Network | None = None) -> pd.DataFrame:
                "commit": (r.summary.get("git_commit") or "").removesuffix("-dirty")}
         if net is not None:
             row["modeled_epoch_time"] = modeled_epoch_times(timed, net).mean()
-        for col in [c for c in m.columns if c.startswith("bytes_") and "_w" not in c]:
+        for col in [c for c in m.columns if record.is_bytes(c) and not record.is_per_worker(c)]:
             row[col] = m[col].mean()
         rows.append(row)
     return pd.DataFrame(rows)

@@ -8,6 +8,8 @@ from pathlib import Path
 
 import pandas as pd
 
+from digest.training import record
+
 from ..analysis.cluster import emulated
 from ..analysis.curves import curves, stale_errors
 from ..analysis.tables import CATEGORIES, MiB, bytes_by_category, epoch_time, run_frame
@@ -155,7 +157,7 @@ def stale_error_plot(loaded: Loaded, dataset: str, out: Path, written: list) -> 
             ax.set_yscale("log")
             ax.set_xlabel("epoch of the store sync")
             ax.set_ylabel("||stale - fresh|| / ||fresh|| of the halo rows used")
-            layer = f"h^{col[len('stale_err_l'):]} halo rows"
+            layer = f"h^{record.layer_of(col, record.ERRORS[0])} halo rows"
             ax.set_title(layer + (f": {panel.title}" if len(groups) > 1 else ""), fontsize=10)
             ax.grid(alpha=0.3)
             ax.legend(fontsize=7)

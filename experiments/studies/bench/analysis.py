@@ -10,8 +10,10 @@ import re
 import statistics
 from pathlib import Path
 
-from .contest import OURS
+from digest.training import record
 from experiments.analysis.costmodel import modeled_epoch_times, parse_network
+
+from .contest import OURS
 
 GOALS = {"photo": 1.10, "physics": 0.33, "digest_bytes": 0.10, "digest_time": 0.75}
 NETWORK = "10gbit,5us"
@@ -62,7 +64,8 @@ def cpu_seconds(metrics) -> float | None:
     """Mean CPU seconds per epoch summed over the workers (every thread of each process, kernel
     time of the loopback transfers included). When the workers saturate the machine's cores, the
     epoch time follows this total, whatever the bytes. None without cpu_time_w columns."""
-    cols = [c for c in metrics.columns if c.startswith("cpu_time_w")]
+    cols = [record.per_worker(record.CPU_TIME, r)
+            for r in record.worker_ranks(metrics.columns, record.CPU_TIME)]
     return float(metrics[cols].sum(axis=1).mean()) if cols else None
 
 
@@ -70,11 +73,12 @@ def modeled_cpu(metrics, net) -> float | None:
     """The cost model with each worker's CPU seconds as its compute time: on a machine whose
     workers share cores, wall-clock compute includes waiting for a core, which a cluster with a
     machine per worker would not see. None when the run has no cpu_time_w columns."""
-    ranks = [int(c[len("cpu_time_w"):]) for c in metrics.columns if c.startswith("cpu_time_w")]
+    ranks = record.worker_ranks(metrics.columns, record.CPU_TIME)
     if not ranks:
         return None
-    per = [metrics[f"cpu_time_w{r}"] + metrics[f"bytes_w{r}"] / net.bandwidth
-           + metrics[f"messages_w{r}"] * net.latency for r in ranks]
+    col = record.per_worker
+    per = [metrics[col(record.CPU_TIME, r)] + metrics[col(record.BYTES, r)] / net.bandwidth
+           + metrics[col(record.MESSAGES, r)] * net.latency for r in ranks]
     import pandas as pd
     return float(pd.concat(per, axis=1).max(axis=1).mean())
 

@@ -11,6 +11,8 @@ import statistics
 import time
 from pathlib import Path
 
+from digest.training import record
+
 from experiments.running.launch import cli_run, root_flags
 
 SCALE_SPEC = "synthetic:nodes=2400000,avg_degree=25,classes=47,features=100"
@@ -104,7 +106,8 @@ def scale_run(args, work: Path) -> dict:
                 "method": method, "workers": workers,
                 "epoch_times_s": [float(v) for v in m["epoch_time"]],
                 "mean_epoch_s": float(m["epoch_time"].mean()),
-                "peak_mem_mb_per_worker": [float(m[f"peak_mem_mb_w{w}"].max()) for w in range(workers)],
+                "peak_mem_mb_per_worker": [float(m[record.per_worker(record.PEAK_MEM_MB, w)].max())
+                                           for w in range(workers)],
                 "bytes_per_epoch": float(m["bytes_total"].mean()),
                 "repr_bytes_per_epoch": float((m["bytes_halo_fwd"] + m["bytes_halo_bwd"]
                                                + m["bytes_store"]).mean()),

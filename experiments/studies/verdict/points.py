@@ -7,6 +7,7 @@ from __future__ import annotations
 import pandas as pd
 
 from digest.runtime.netem import parse_rate
+from digest.training import record
 
 from experiments.suites.load import Loaded
 from experiments.suites.suite import base_label, network_of
@@ -43,7 +44,8 @@ def points(speed: Loaded, bandwidths: list) -> pd.DataFrame:
         m = pd.concat(timed)
         epoch = float(m["epoch_time"].mean())
         comm = float(m["comm_time"].mean()) if "comm_time" in m else float("nan")
-        per_worker = [c for c in m.columns if c.startswith("bytes_w")]
+        per_worker = [record.per_worker(record.BYTES, r)
+                      for r in record.worker_ranks(m.columns, record.BYTES)]
         busiest = float(m[per_worker].mean().max()) if per_worker else float("nan")
         wire = busiest * 8 / parse_rate(bw)[0] / epoch
         rows.append({"bandwidth": bw, "exact_epoch_s": epoch, "exact_comm_share": comm / epoch,
