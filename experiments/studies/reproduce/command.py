@@ -38,6 +38,8 @@ from experiments.suites.load import load
 from experiments.suites.suite import load_suite
 
 REPO = Path(__file__).resolve().parents[3]
+
+
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(prog="python -m experiments.studies.reproduce", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
