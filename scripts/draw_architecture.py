@@ -1,5 +1,6 @@
 """Draw docs/img/architecture.png: digest/'s layers (the table tests/test_layering.py enforces),
-with the modules of each, and baselines/ and experiments/ above them.
+with the modules of each, and above them baselines/ and experiments/: the harness's core layers,
+its studies (one package each) and the core's commands.
 
     python scripts/draw_architecture.py
 """
@@ -15,7 +16,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests"))
-from test_layering import LAYERS, project_modules  # noqa: E402
+from test_layering import HARNESS_LAYERS, LAYERS, STUDIES, project_modules  # noqa: E402
 
 ROLE = {"digest.errors": "errors, options (leaves)", "digest.methods": "registry",
         "digest.config": "config", "digest.data": "data / runtime", "digest.models": "models",
@@ -37,18 +38,28 @@ def members(layer: set[str], modules: list[str]) -> str:
 
 
 def main() -> None:
-    modules = sorted(project_modules())
+    paths = project_modules()
+    modules = sorted(paths)
     rows = [(ROLE.get(sorted(layer)[0], ", ".join(sorted(layer))), members(layer, modules))
             for layer in LAYERS]
     rows.append(("baselines/", "one file a method: " + ", ".join(
         sorted(m.split(".")[1] for m in modules if m.startswith("baselines.")))))
-    rows.append(("experiments/", "suites, runner, tables, plots, recompute"))
+    for layer in HARNESS_LAYERS:
+        inside = sorted({m[len(layer) + 1:].split(".")[0] for m in modules if m.startswith(layer + ".")})
+        if layer == STUDIES:
+            rows.append(("experiments/studies/", "one package a study (its analysis, pages, "
+                         "command), never importing another: " + ", ".join(inside)))
+        else:
+            rows.append((f"experiments/{layer.split('.')[-1]}/", ", ".join(inside)))
+    rows.append(("experiments/ commands", ", ".join(sorted(
+        m.split(".")[1] for m in modules if m.count(".") == 1 and m.startswith("experiments.")
+        and paths[m].name != "__init__.py"))))
     fig, ax = plt.subplots(figsize=(11, 0.62 * len(rows) + 0.6))
     ax.set_axis_off()
     n = len(rows)
     for i, (role, mods) in enumerate(rows):
         y = i
-        outside = role.endswith("/")
+        outside = role.startswith(("baselines", "experiments"))
         ax.add_patch(plt.Rectangle((0, y + 0.08), 10.6, 0.84, facecolor="#fde9c9" if outside else "#dbe8f6",
                                    edgecolor="#555555", linewidth=0.8))
         ax.text(0.15, y + 0.5, role, va="center", fontsize=9, weight="bold")
