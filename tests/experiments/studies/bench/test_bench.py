@@ -157,7 +157,7 @@ def test_every_sentence_of_the_committed_report_states_a_number():
 def test_history_rows_whose_code_no_commit_holds_are_not_reported():
     """A row without a commit (or with uncommitted changes) cannot be traced to
     code anyone can rerun: the report leaves it out and says how many; the json keeps it."""
-    doc = json.loads((Path(__file__).resolve().parents[2] / "results" / "performance" / "performance.json").read_text())
+    doc = json.loads((Path(__file__).resolve().parents[4] / "results" / "performance" / "performance.json").read_text())
     hist = [{**h} for h in doc["ratios"]["history"][:1]]
     hist += [{**hist[0], "date": "no-commit", "git_commit": None},
              {**hist[0], "date": "dirty", "git_commit": "d9990238864d2b16b7601bd4d6873035d8fa2bb5-dirty"},

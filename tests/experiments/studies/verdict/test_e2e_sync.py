@@ -12,7 +12,7 @@ from experiments.suites.suite import load_suite
 
 
 def test_the_stop_is_at_the_target_it_checks():
-    root = Path(__file__).resolve().parents[2]
+    root = Path(__file__).resolve().parents[4]
     target = target_of_conv(convergence(load(root / runs_folder("bench_converge_cs"),
                                              load_suite("bench_converge_cs"))))
     stop = load_suite("bench_e2e_sync_cs").model["stop_at_val"]
