@@ -99,6 +99,7 @@ def test_drift_pushes_on_its_own_drift(part, monkeypatch):
     assert jump == [3, 5, 9]
 
 
+@pytest.mark.slow  # two workers and a server process over rpc
 def test_two_real_workers_with_tau_zero_push_after_every_applied_step(tmp_path):
     """And the bytes are the hand-derived count: the drift decision costs none (each worker
     decides alone), every sync is a push of the boundary rows and a pull of the newer blocks."""

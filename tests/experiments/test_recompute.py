@@ -101,6 +101,7 @@ def run_all(copy: Path, *argv, timeout=120):
     return cli(argv, copy / "data", copy, program=[str(copy / "run_all.sh")], timeout=timeout)
 
 
+@pytest.mark.slow  # run_all.sh in a copy of the repository
 def test_run_all_check_runs_the_recompute(repository_copy, tmp_path):
     """./run_all.sh --check SUITE is this command (exit 2 when there is no such suite)."""
     done = run_all(repository_copy, "--check", tmp_path / "none.yaml")

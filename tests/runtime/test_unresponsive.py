@@ -120,6 +120,7 @@ def test_a_dead_launchers_pid_folder_is_swept(tmp_path, monkeypatch):
     assert Path(watch.dir).parent == tmp_path and Path(watch.dir).name.startswith(mine.name[:-3])
 
 
+@pytest.mark.slow  # two interpreters from scratch
 def test_a_worker_whose_launcher_was_killed_ends_itself(tmp_path):
     """A launcher SIGKILLed cannot stop its workers; each ends itself within about a second of
     the launcher's end (``DIGEST_LAUNCHER_PID``, set by ``Watch.env``), where its peers would

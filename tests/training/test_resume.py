@@ -49,7 +49,7 @@ ASYNCHRONOUS = {
     "digest-async-vanishing": dict(method="digest-async-vanishing", sync_interval=2,
                                    sync_schedule="drift", drift_threshold=0.05),
 }
-SLOW = {"digest-async-vanishing"}
+SLOW = {"digest-async", "digest-async-vanishing"}  # a server process and rpc each: slow tier
 # columns a rerun does not reproduce: clocks, memory, how long waits took
 NOT_REPRODUCIBLE = re.compile(r"time|mem|wait|ready|slept|steps_per_s")
 
