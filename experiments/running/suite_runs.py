@@ -21,6 +21,7 @@ from tqdm import tqdm
 
 from digest.training.checkpoint import CONFIG
 from digest.training.metrics import write_json
+from digest.training.run import complete_summary
 
 from ..suites.load import graph_changed
 from ..suites.schedule import interleave
@@ -102,16 +103,11 @@ def execute(run: Run, directory: Path, launcher=launch) -> bool:
         write_json(directory / "run.json", {**record, "status": "interrupted",
                                             "seconds": before + time.perf_counter() - t0})
         raise
-    ok = rc == 0 and is_complete_summary(directory)
+    ok = rc == 0 and complete_summary(directory) is not None
     write_json(directory / "run.json", {**record, "status": "complete" if ok else "failed",
                                         "returncode": rc,
                                         "seconds": before + time.perf_counter() - t0})
     return ok
-
-
-def is_complete_summary(directory: Path) -> bool:
-    summary = read_json(directory / "summary.json")
-    return bool(summary and summary.get("status") == "complete")
 
 
 def plan(suite: Suite, methods: set[str]) -> tuple[list[Run], list[str]]:
